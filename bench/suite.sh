@@ -1,0 +1,249 @@
+#!/usr/bin/env bash
+# The Vireo benchmark suite: Vireo vs Debian's redis-server vs the null server
+# (constant replies: this machine's loopback ceiling), in alternating rounds,
+# medians and ratios written into BENCHMARKS.md. Usage and settings are in
+# BENCHMARKS.md ("vireo bench and the suite"); in short:
+#
+#   bench/suite.sh                          # full run
+#   SUITE_N=10000 SUITE_ROUNDS=2 bench/suite.sh   # quick run (a few minutes)
+#
+# Every client invocation runs under `timeout`, so a server that hangs or
+# rejects a command is reported in the table, never waited on forever.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+N=${SUITE_N:-100000}
+ROUNDS=${SUITE_ROUNDS:-3}
+CLIENTS=${SUITE_CLIENTS:-50}
+DATA=${SUITE_DATA:-64}
+KEYSPACE=${SUITE_KEYSPACE:-100000}
+PIPELINES=${SUITE_PIPELINES:-"1 16"}
+TESTS=${SUITE_TESTS:-ping,set,get,incr,lpush,rpush,lpop,rpop,sadd,hset,spop,zadd,zpopmin,lrange_100,lrange_300,lrange_600,mset}
+TIMEOUT=${SUITE_TIMEOUT:-300}
+VIREO_ARGS=${SUITE_VIREO_ARGS:---threads 1}
+THREADS_FLAG=${SUITE_THREADS_FLAG:---threads}
+SCALING=${SUITE_SCALING:-1}
+SERVER_CPU=${SUITE_SERVER_CPU:-0}
+CLIENT_CPU=${SUITE_CLIENT_CPU:-1}
+BUILD=${SUITE_BUILD:-1}
+MD=${SUITE_MD:-$ROOT/BENCHMARKS.md}
+OUT=${SUITE_OUT:-$ROOT/target/bench-suite/$(date +%Y%m%d-%H%M%S)}
+RAW=$OUT/raw
+mkdir -p "$RAW"
+
+log() { printf '[suite %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# --- prerequisites -----------------------------------------------------------
+need_apt=()
+command -v redis-server >/dev/null || need_apt+=(redis-server)
+command -v redis-benchmark >/dev/null || need_apt+=(redis-tools)
+command -v python3 >/dev/null || need_apt+=(python3)
+if ((${#need_apt[@]})); then
+    if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+        log "installing ${need_apt[*]} with apt-get"
+        apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive \
+            apt-get install -y -qq "${need_apt[@]}" >/dev/null || die "apt-get install failed"
+    else
+        die "missing ${need_apt[*]}: apt-get install redis-server redis-tools python3"
+    fi
+fi
+command -v timeout >/dev/null || die "timeout (coreutils) is required"
+
+# Pin servers and clients to different cores when possible.
+if command -v taskset >/dev/null && (($(nproc) >= 2)); then
+    PIN_SERVER=(taskset -c "$SERVER_CPU")
+    PIN_CLIENT=(taskset -c "$CLIENT_CPU")
+    PINNING="servers on core $SERVER_CPU, clients on core $CLIENT_CPU (taskset)"
+else
+    PIN_SERVER=()
+    PIN_CLIENT=()
+    PINNING="no pinning (taskset missing or fewer than 2 cores)"
+fi
+
+# --- build -------------------------------------------------------------------
+TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+VIREO=${SUITE_VIREO_BIN:-$TARGET_DIR/release/vireo}
+if [[ $BUILD == 1 ]]; then
+    log "building release binaries"
+    cargo build --release -p vireo-bench --example bench >"$OUT/build-bench.log" 2>&1 ||
+        die "cannot build vireo-bench (see $OUT/build-bench.log)"
+    if ! cargo build --release --bin vireo >"$OUT/build-vireo.log" 2>&1; then
+        log "warning: cannot build vireo (see $OUT/build-vireo.log); Vireo columns will be empty"
+    fi
+fi
+if "$VIREO" bench --help >/dev/null 2>&1; then
+    BENCH=("$VIREO" bench)
+elif [[ -x $TARGET_DIR/release/examples/bench ]]; then
+    BENCH=("$TARGET_DIR/release/examples/bench")
+else
+    die "no vireo bench binary: build with cargo build --release -p vireo-bench --example bench"
+fi
+log "client: ${BENCH[*]}"
+
+# --- servers -----------------------------------------------------------------
+declare -A PORT PID
+free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+
+wait_ready() { # port pid
+    local i
+    for i in $(seq 100); do
+        kill -0 "$2" 2>/dev/null || return 1
+        [[ $(timeout 2 redis-cli -p "$1" ping 2>/dev/null) == PONG ]] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+stop_server() { # name
+    local p=${PID[$1]:-}
+    [[ -n $p ]] || return 0
+    kill "$p" 2>/dev/null
+    for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$p" 2>/dev/null
+    wait "$p" 2>/dev/null
+    unset "PID[$1]"
+}
+
+cleanup() { for s in "${!PID[@]}"; do stop_server "$s"; done; }
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# start_server NAME PIN(0/1) CMD... ; the port is appended by the caller via $port
+start_server() {
+    local name=$1 pin=$2
+    shift 2
+    local port
+    port=$(free_port)
+    local cmd=("$@")
+    cmd=("${cmd[@]//@PORT@/$port}")
+    if [[ $pin == 1 ]]; then cmd=("${PIN_SERVER[@]}" "${cmd[@]}"); fi
+    "${cmd[@]}" >"$OUT/$name.log" 2>&1 &
+    local pid=$!
+    if wait_ready "$port" "$pid"; then
+        PORT[$name]=$port
+        PID[$name]=$pid
+        log "$name listening on $port (pid $pid)"
+        return 0
+    fi
+    kill "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    log "$name did not start: $(tail -n 3 "$OUT/$name.log" | tr '\n' ' ')"
+    return 1
+}
+
+SERVERS=()
+VIREO_NOTE=""
+if [[ -x $VIREO ]]; then
+    # shellcheck disable=SC2086
+    if start_server vireo 1 "$VIREO" --port @PORT@ --save "" --appendonly no $VIREO_ARGS; then
+        SERVERS+=(vireo)
+    elif [[ -n $VIREO_ARGS ]] && start_server vireo 1 "$VIREO" --port @PORT@ --save "" --appendonly no; then
+        SERVERS+=(vireo)
+        VIREO_NOTE="Vireo rejected '$VIREO_ARGS' and ran with its defaults."
+        VIREO_ARGS=""
+    else
+        VIREO_NOTE="Vireo did not start (see vireo.log)."
+    fi
+else
+    VIREO_NOTE="No Vireo binary at $VIREO."
+fi
+start_server redis 1 redis-server --port @PORT@ --bind 127.0.0.1 --save "" --appendonly no \
+    --daemonize no --protected-mode no || die "redis-server did not start"
+SERVERS+=(redis)
+start_server null 1 "${BENCH[@]}" --null-server --port @PORT@ --threads 1 --data-size "$DATA" ||
+    die "the null server did not start"
+
+# --- one measurement ---------------------------------------------------------
+# Each writes its output under $RAW/<round>/<server>/ as NAME.{out,err,rc}.
+run_rb() { # round server pipeline test
+    local dir=$RAW/$1/$2
+    mkdir -p "$dir"
+    local f=$dir/rb-P$3-$4
+    timeout -k 5 "$TIMEOUT" "${PIN_CLIENT[@]}" redis-benchmark -p "${PORT[$2]}" -t "$4" \
+        -n "$N" -c "$CLIENTS" -d "$DATA" -r "$KEYSPACE" -P "$3" --csv >"$f.out" 2>"$f.err" </dev/null
+    echo $? >"$f.rc"
+}
+
+run_vb() { # round server pipeline workload
+    local dir=$RAW/$1/$2
+    mkdir -p "$dir"
+    local f=$dir/vb-P$3-$4 wl
+    case $4 in
+    zipf) wl=(--ratio 1:10 --key-pattern zipf:0.99) ;;
+    uniform) wl=(--ratio 1:1 --key-pattern uniform) ;;
+    esac
+    timeout -k 5 "$TIMEOUT" "${PIN_CLIENT[@]}" "${BENCH[@]}" --port "${PORT[$2]}" "${wl[@]}" \
+        --requests "$N" --threads 1 --clients "$CLIENTS" --pipeline "$3" --data-size "$DATA" \
+        --key-space "$KEYSPACE" --timeout 10 --quiet --json "$f.json" >"$f.out" 2>"$f.err" </dev/null
+    echo $? >"$f.rc"
+}
+
+IFS=, read -r -a TEST_LIST <<<"$TESTS"
+NULL_TESTS=(ping set get)
+
+log "settings: N=$N rounds=$ROUNDS clients=$CLIENTS data=$DATA keyspace=$KEYSPACE pipelines='$PIPELINES'"
+log "results in $OUT"
+for ((r = 1; r <= ROUNDS; r++)); do
+    # Alternate the order (A B, then B A) so slow drift of the machine
+    # does not favour whichever server always runs first.
+    order=("${SERVERS[@]}")
+    if ((r % 2 == 0)); then
+        order=()
+        for ((i = ${#SERVERS[@]} - 1; i >= 0; i--)); do order+=("${SERVERS[i]}"); done
+    fi
+    order+=(null)
+    log "round $r/$ROUNDS: ${order[*]}"
+    for s in "${order[@]}"; do
+        [[ $s == null ]] || timeout 10 redis-cli -p "${PORT[$s]}" flushall >/dev/null 2>&1
+        for p in $PIPELINES; do
+            tests=("${TEST_LIST[@]}")
+            [[ $s == null ]] && tests=("${NULL_TESTS[@]}")
+            for t in "${tests[@]}"; do run_rb "$r" "$s" "$p" "$t"; done
+            for w in zipf uniform; do run_vb "$r" "$s" "$p" "$w"; done
+        done
+    done
+done
+
+# --- scaling: 2 worker threads vs 1, unpinned ------------------------------------
+if [[ $SCALING == 1 && -x $VIREO && " ${SERVERS[*]} " == *" vireo "* ]]; then
+    stop_server vireo
+    for ((r = 1; r <= ROUNDS; r++)); do
+        for th in 1 2; do
+            if start_server "vireo-t$th" 0 "$VIREO" --port @PORT@ --save "" --appendonly no "$THREADS_FLAG" "$th"; then
+                dir=$RAW/$r/vireo-t$th
+                mkdir -p "$dir"
+                f=$dir/vb-P16-zipf-scaling
+                timeout -k 5 "$TIMEOUT" "${BENCH[@]}" --port "${PORT[vireo-t$th]}" --ratio 1:10 \
+                    --key-pattern zipf:0.99 --requests "$N" --threads 2 --clients $((CLIENTS / 2)) \
+                    --pipeline 16 --data-size "$DATA" --key-space "$KEYSPACE" --quiet \
+                    --json "$f.json" >"$f.out" 2>"$f.err" </dev/null
+                echo $? >"$f.rc"
+                stop_server "vireo-t$th"
+            fi
+        done
+    done
+fi
+
+# --- report --------------------------------------------------------------------
+cat >"$OUT/meta.env" <<EOF
+N=$N
+ROUNDS=$ROUNDS
+CLIENTS=$CLIENTS
+DATA=$DATA
+KEYSPACE=$KEYSPACE
+PIPELINES=$PIPELINES
+PINNING=$PINNING
+VIREO_ARGS=$VIREO_ARGS
+VIREO_NOTE=$VIREO_NOTE
+COMMIT=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo none)
+DIRTY=$(git -C "$ROOT" status --porcelain 2>/dev/null | grep -q . && echo yes || echo no)
+REDIS=$(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')
+CPU=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+CORES=$(nproc)
+DATE=$(date -u +%Y-%m-%dT%H:%MZ)
+EOF
+python3 "$ROOT/bench/suite_report.py" "$OUT" "$MD" || die "report failed"
+log "table written to $MD (raw results in $OUT)"

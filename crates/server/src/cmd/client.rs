@@ -1,0 +1,487 @@
+//! The CLIENT command family (Redis's `clientCommand` in networking.c):
+//! naming, listing and killing connections, pausing clients, and the
+//! per-connection reply and eviction switches.
+
+use std::sync::atomic::Ordering;
+
+use vireo_resp::number::parse_i64;
+use vireo_resp::Args;
+use vireo_store::clock::now_ms;
+
+use super::server::{reply_help, subcommand_syntax_error};
+use super::{container, errors, flags::*, is, spec, text, CommandSpec, Ctx, KeySpec};
+use crate::client::{cflags, ClientShared};
+use crate::session::ReplyMode;
+use crate::worker::Msg;
+
+pub use super::server::stop_monitor;
+
+const NS: u32 = NOSCRIPT | LOADING | STALE;
+const ADMIN_NS: u32 = ADMIN | NOSCRIPT | LOADING | STALE;
+
+/// This family's commands.
+pub const COMMANDS: &[CommandSpec] = &[container(
+    "client",
+    -2,
+    0,
+    &[
+        spec("client|id", 2, NS, KeySpec::None, id),
+        spec("client|setname", 3, NS, KeySpec::None, setname),
+        spec("client|getname", 2, NS, KeySpec::None, getname),
+        spec("client|info", 2, NS, KeySpec::None, info),
+        spec("client|list", -2, ADMIN_NS, KeySpec::None, list),
+        spec("client|kill", -3, ADMIN_NS, KeySpec::None, kill),
+        spec("client|pause", -3, ADMIN_NS, KeySpec::None, pause),
+        spec("client|unpause", 2, ADMIN_NS, KeySpec::None, unpause),
+        spec("client|reply", 3, NS, KeySpec::None, reply),
+        spec("client|no-evict", 3, ADMIN_NS, KeySpec::None, no_evict),
+        spec("client|no-touch", 3, NS, KeySpec::None, no_touch),
+        spec("client|help", 2, LOADING | STALE, KeySpec::None, help),
+    ],
+)];
+
+/// CLIENT ID: the connection's unique id.
+fn id(ctx: &mut Ctx<'_>, _args: Args<'_>) {
+    ctx.out.int(ctx.session.id as i64);
+}
+
+/// CLIENT SETNAME name: names the connection (an empty name clears it).
+fn setname(ctx: &mut Ctx<'_>, args: Args<'_>) {
+    match super::connection::set_client_name(ctx.session, args.get(2)) {
+        Ok(()) => ctx.out.ok(),
+        Err(e) => ctx.out.error(e),
+    }
+}
+
+/// CLIENT GETNAME: the connection's name, or null when it has none.
+fn getname(ctx: &mut Ctx<'_>, _args: Args<'_>) {
+    let name = ctx.session.shared.name.lock().clone();
+    match name {
+        Some(n) => ctx.out.bulk(&n),
+        None => ctx.out.null(),
+    }
+}
+
+/// CLIENT INFO: this connection's CLIENT LIST line.
+fn info(ctx: &mut Ctx<'_>, _args: Args<'_>) {
+    let mut line = ctx.session.shared.info_line();
+    line.push('\n');
+    ctx.out.verbatim("txt", line.as_bytes());
+}
+
+/// Client classes for the TYPE filters of CLIENT LIST and CLIENT KILL.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum ClientType {
+    Normal,
+    Replica,
+    Master,
+    PubSub,
+}
+
+impl ClientType {
+    /// Parses a type name as Redis's `getClientTypeByName` does.
+    fn parse(name: &[u8]) -> Option<ClientType> {
+        [
+            ("normal", ClientType::Normal),
+            ("slave", ClientType::Replica),
+            ("replica", ClientType::Replica),
+            ("pubsub", ClientType::PubSub),
+            ("master", ClientType::Master),
+        ]
+        .into_iter()
+        .find(|(n, _)| is(name, n))
+        .map(|(_, t)| t)
+    }
+
+    /// The class of a connected client. There is no replication yet, so
+    /// every client is normal or pub/sub (MONITOR clients count as normal,
+    /// as in Redis).
+    fn of(c: &ClientShared) -> ClientType {
+        if c.flags.load(Ordering::Relaxed) & cflags::PUBSUB != 0 {
+            ClientType::PubSub
+        } else {
+            ClientType::Normal
+        }
+    }
+}
+
+fn unknown_type_error(name: &[u8]) -> String {
+    format!("ERR Unknown client type '{}'", text(name))
+}
+
+/// CLIENT LIST [TYPE type] [ID id ...]: one line per matching client.
+fn list(ctx: &mut Ctx<'_>, args: Args<'_>) {
+    let clients = ctx.server.clients.snapshot();
+    let mut out = String::new();
+    if args.len() == 4 && is(args.get(2), "type") {
+        let Some(t) = ClientType::parse(args.get(3)) else {
+            return ctx.out.error(&unknown_type_error(args.get(3)));
+        };
+        for c in clients.iter().filter(|c| ClientType::of(c) == t) {
+            out.push_str(&c.info_line());
+            out.push('\n');
+        }
+    } else if args.len() > 3 && is(args.get(2), "id") {
+        let mut ids = Vec::with_capacity(args.len() - 3);
+        for a in args.iter().skip(3) {
+            match parse_i64(a) {
+                Some(v) => ids.push(v),
+                None => return ctx.out.error("ERR Invalid client ID"),
+            }
+        }
+        // Every listed id gets its line, duplicates included, like Redis.
+        for id in ids {
+            if let Some(c) = u64::try_from(id)
+                .ok()
+                .and_then(|id| ctx.server.clients.get(id))
+            {
+                out.push_str(&c.info_line());
+                out.push('\n');
+            }
+        }
+    } else if args.len() != 2 {
+        return ctx.out.error(errors::SYNTAX);
+    } else {
+        for c in &clients {
+            out.push_str(&c.info_line());
+            out.push('\n');
+        }
+    }
+    ctx.out.verbatim("txt", out.as_bytes());
+}
+
+/// The filters of CLIENT KILL; unset ones match every client.
+#[derive(Default)]
+struct KillFilter<'a> {
+    id: Option<u64>,
+    addr: Option<&'a [u8]>,
+    laddr: Option<&'a [u8]>,
+    ctype: Option<ClientType>,
+    skip_me: bool,
+}
+
+impl KillFilter<'_> {
+    fn matches(&self, c: &ClientShared, me: u64) -> bool {
+        self.id.iter().all(|&id| c.id == id)
+            && self.addr.iter().all(|&a| a == c.addr.as_bytes())
+            && self.laddr.iter().all(|&a| a == c.laddr.as_bytes())
+            && self.ctype.iter().all(|&t| ClientType::of(c) == t)
+            && !(self.skip_me && c.id == me)
+    }
+}
+
+/// Parses the new-style `option value` pairs of CLIENT KILL; Err is the
+/// error reply.
+fn parse_kill_filter(args: Args<'_>) -> Result<KillFilter<'_>, String> {
+    let mut f = KillFilter {
+        skip_me: true,
+        ..KillFilter::default()
+    };
+    let mut i = 2;
+    while i < args.len() {
+        let opt = args.get(i);
+        if i + 1 >= args.len() {
+            return Err(errors::SYNTAX.into());
+        }
+        let val = args.get(i + 1);
+        if is(opt, "id") {
+            match parse_i64(val) {
+                Some(v) if v >= 1 => f.id = Some(v as u64),
+                _ => return Err("ERR client-id should be greater than 0".into()),
+            }
+        } else if is(opt, "type") {
+            f.ctype = Some(ClientType::parse(val).ok_or_else(|| unknown_type_error(val))?);
+        } else if is(opt, "addr") {
+            f.addr = Some(val);
+        } else if is(opt, "laddr") {
+            f.laddr = Some(val);
+        } else if is(opt, "user") {
+            // The default user is the only one until ACLs exist.
+            if val != b"default" {
+                return Err(format!("ERR No such user '{}'", text(val)));
+            }
+        } else if is(opt, "skipme") {
+            f.skip_me = if is(val, "yes") {
+                true
+            } else if is(val, "no") {
+                false
+            } else {
+                return Err(errors::SYNTAX.into());
+            };
+        } else {
+            return Err(errors::SYNTAX.into());
+        }
+        i += 2;
+    }
+    Ok(f)
+}
+
+/// CLIENT KILL addr:port (old form: OK, or an error if no client has that
+/// address) or CLIENT KILL [ID id] [ADDR addr] [LADDR addr] [TYPE type]
+/// [USER user] [SKIPME yes|no] (the number of clients killed). Other
+/// clients are closed by their own worker; the caller itself is closed
+/// once its reply is written.
+fn kill(ctx: &mut Ctx<'_>, args: Args<'_>) {
+    let old_form = args.len() == 3;
+    let filter = if old_form {
+        KillFilter {
+            addr: Some(args.get(2)),
+            ..KillFilter::default()
+        }
+    } else {
+        match parse_kill_filter(args) {
+            Ok(f) => f,
+            Err(e) => return ctx.out.error(&e),
+        }
+    };
+    let me = ctx.session.id;
+    let mut killed = 0i64;
+    let mut kill_me = false;
+    for c in ctx.server.clients.snapshot() {
+        if c.killed.load(Ordering::Relaxed) || !filter.matches(&c, me) {
+            continue;
+        }
+        killed += 1;
+        if c.id == me {
+            kill_me = true;
+        } else {
+            c.killed.store(true, Ordering::Relaxed);
+            ctx.server.notify(c.worker, Msg::Kill(c.id));
+        }
+    }
+    if old_form {
+        if killed == 0 {
+            ctx.out.error("ERR No such client");
+        } else {
+            ctx.out.ok();
+        }
+    } else {
+        ctx.out.int(killed);
+    }
+    if kill_me {
+        ctx.session.close_after_reply = true;
+        ctx.session.shared.set_flag(cflags::CLOSE_AFTER_REPLY, true);
+    }
+}
+
+/// Pause mode values stored in [`crate::server::Pause::mode`].
+const PAUSE_WRITE: u8 = 1;
+const PAUSE_ALL: u8 = 2;
+
+/// CLIENT PAUSE timeout [WRITE|ALL]: holds back commands from every
+/// client (only those that may write, with WRITE) for `timeout` ms. A pause
+/// already in force is only ever extended or made stricter.
+fn pause(ctx: &mut Ctx<'_>, args: Args<'_>) {
+    if args.len() > 4 {
+        return subcommand_syntax_error(ctx, args);
+    }
+    let mode = if args.len() == 4 {
+        let m = args.get(3);
+        if is(m, "write") {
+            PAUSE_WRITE
+        } else if is(m, "all") {
+            PAUSE_ALL
+        } else {
+            return ctx.out.error("ERR CLIENT PAUSE mode must be WRITE or ALL");
+        }
+    } else {
+        PAUSE_ALL
+    };
+    let Some(timeout) = parse_i64(args.get(2)) else {
+        return ctx
+            .out
+            .error("ERR timeout is not an integer or out of range");
+    };
+    if timeout < 0 {
+        return ctx.out.error("ERR timeout is negative");
+    }
+    // Redis adds the current time without an overflow check, so a huge
+    // timeout wraps into the past and pauses nothing: end 0 does the same.
+    let end = if timeout == 0 {
+        0
+    } else {
+        (now_ms() as i64)
+            .checked_add(timeout)
+            .map_or(0, |e| e as u64)
+    };
+    let p = &ctx.server.pause;
+    let (mode, end) = if p.active() != 0 {
+        (
+            mode.max(p.mode.load(Ordering::Acquire)),
+            end.max(p.until_ms.load(Ordering::Acquire)),
+        )
+    } else {
+        (mode, end)
+    };
+    p.until_ms.store(end, Ordering::Release);
+    p.mode.store(mode, Ordering::Release);
+    ctx.out.ok();
+}
+
+/// CLIENT UNPAUSE: lifts a CLIENT PAUSE and lets held-back clients run.
+fn unpause(ctx: &mut Ctx<'_>, _args: Args<'_>) {
+    let p = &ctx.server.pause;
+    p.mode.store(0, Ordering::Release);
+    p.until_ms.store(0, Ordering::Release);
+    ctx.server.wake_all();
+    ctx.out.ok();
+}
+
+/// CLIENT REPLY ON|OFF|SKIP: turns replies to this connection on or off,
+/// or drops the next command's reply. OFF and SKIP reply nothing.
+fn reply(ctx: &mut Ctx<'_>, args: Args<'_>) {
+    let mode = args.get(2);
+    let s = &mut *ctx.session;
+    if is(mode, "on") {
+        s.reply_mode = ReplyMode::On;
+        ctx.out.ok();
+    } else if is(mode, "off") {
+        s.reply_mode = ReplyMode::Off;
+    } else if is(mode, "skip") {
+        if s.reply_mode != ReplyMode::Off {
+            s.reply_mode = ReplyMode::SkipNext;
+        }
+    } else {
+        ctx.out.error(errors::SYNTAX);
+    }
+}
+
+/// Parses ON|OFF (any case) for the NO-EVICT / NO-TOUCH switches.
+fn on_off(arg: &[u8]) -> Option<bool> {
+    if is(arg, "on") {
+        Some(true)
+    } else if is(arg, "off") {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// CLIENT NO-EVICT ON|OFF: exempts this connection from client eviction.
+fn no_evict(ctx: &mut Ctx<'_>, args: Args<'_>) {
+    let Some(on) = on_off(args.get(2)) else {
+        return ctx.out.error(errors::SYNTAX);
+    };
+    ctx.session.no_evict = on;
+    ctx.session.shared.set_flag(cflags::NO_EVICT, on);
+    ctx.out.ok();
+}
+
+/// CLIENT NO-TOUCH ON|OFF: this connection's reads leave keys' access
+/// times alone (a Redis 7.2 addition, offered here as well).
+fn no_touch(ctx: &mut Ctx<'_>, args: Args<'_>) {
+    let Some(on) = on_off(args.get(2)) else {
+        return ctx.out.error(errors::SYNTAX);
+    };
+    ctx.session.no_touch = on;
+    ctx.session.shared.set_flag(cflags::NO_TOUCH, on);
+    ctx.out.ok();
+}
+
+/// CLIENT HELP: the subcommand summary.
+fn help(ctx: &mut Ctx<'_>, _args: Args<'_>) {
+    reply_help(
+        ctx,
+        "CLIENT",
+        &[
+            "CACHING (YES|NO)",
+            "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+            "GETREDIR",
+            "    Return the client ID we are redirecting to when tracking is enabled.",
+            "GETNAME",
+            "    Return the name of the current connection.",
+            "ID",
+            "    Return the ID of the current connection.",
+            "INFO",
+            "    Return information about the current client connection.",
+            "KILL <ip:port>",
+            "    Kill connection made from <ip:port>.",
+            "KILL <option> <value> [<option> <value> [...]]",
+            "    Kill connections. Options are:",
+            "    * ADDR (<ip:port>|<unixsocket>:0)",
+            "      Kill connections made from the specified address",
+            "    * LADDR (<ip:port>|<unixsocket>:0)",
+            "      Kill connections made to specified local address",
+            "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+            "      Kill connections by type.",
+            "    * USER <username>",
+            "      Kill connections authenticated by <username>.",
+            "    * SKIPME (YES|NO)",
+            "      Skip killing current connection (default: yes).",
+            "LIST [options ...]",
+            "    Return information about client connections. Options:",
+            "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+            "      Return clients of specified type.",
+            "UNPAUSE",
+            "    Stop the current client pause, resuming traffic.",
+            "PAUSE <timeout> [WRITE|ALL]",
+            "    Suspend all, or just write, clients for <timeout> milliseconds.",
+            "REPLY (ON|OFF|SKIP)",
+            "    Control the replies sent to the current connection.",
+            "SETNAME <name>",
+            "    Assign the name <name> to the current connection.",
+            "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+            "    Unblock the specified blocked client.",
+            "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+            "         [OPTIN] [OPTOUT] [NOLOOP]",
+            "    Control server assisted client side caching.",
+            "TRACKINGINFO",
+            "    Report tracking status for the current connection.",
+            "NO-EVICT (ON|OFF)",
+            "    Protect current client connection from eviction.",
+            "NO-TOUCH (ON|OFF)",
+            "    Will not touch LRU/LFU stats when this mode is on.",
+        ],
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_type_names() {
+        assert_eq!(ClientType::parse(b"NORMAL"), Some(ClientType::Normal));
+        assert_eq!(ClientType::parse(b"slave"), Some(ClientType::Replica));
+        assert_eq!(ClientType::parse(b"Replica"), Some(ClientType::Replica));
+        assert_eq!(ClientType::parse(b"pubsub"), Some(ClientType::PubSub));
+        assert_eq!(ClientType::parse(b"master"), Some(ClientType::Master));
+        assert_eq!(ClientType::parse(b"nope"), None);
+    }
+
+    #[test]
+    fn kill_filters_match_like_redis() {
+        let c = ClientShared::new(7, "1.2.3.4:5".into(), "127.0.0.1:6379".into(), 9, 0, false);
+        let f = KillFilter {
+            skip_me: true,
+            ..KillFilter::default()
+        };
+        assert!(f.matches(&c, 1));
+        assert!(!f.matches(&c, 7));
+        let f = KillFilter {
+            id: Some(7),
+            addr: Some(b"1.2.3.4:5"),
+            laddr: Some(b"127.0.0.1:6379"),
+            ctype: Some(ClientType::Normal),
+            skip_me: false,
+        };
+        assert!(f.matches(&c, 7));
+        let f = KillFilter {
+            ctype: Some(ClientType::PubSub),
+            ..KillFilter::default()
+        };
+        assert!(!f.matches(&c, 1));
+        let f = KillFilter {
+            addr: Some(b"1.2.3.4:6"),
+            ..KillFilter::default()
+        };
+        assert!(!f.matches(&c, 1));
+    }
+
+    #[test]
+    fn on_off_parsing() {
+        assert_eq!(on_off(b"ON"), Some(true));
+        assert_eq!(on_off(b"off"), Some(false));
+        assert_eq!(on_off(b"yes"), None);
+    }
+}

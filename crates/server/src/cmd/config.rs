@@ -1,0 +1,86 @@
+//! The CONFIG command family (Redis's config.c commands): reading and
+//! changing parameters at run time, resetting INFO statistics, and
+//! rewriting the configuration file. The parameters themselves live in
+//! [`crate::config`].
+
+use vireo_resp::Args;
+
+use super::server::reply_help;
+use super::{container, errors, flags::*, spec, CommandSpec, Ctx, KeySpec};
+
+const ADMIN_NS: u32 = ADMIN | NOSCRIPT | LOADING | STALE;
+
+/// This family's commands.
+pub const COMMANDS: &[CommandSpec] = &[container(
+    "config",
+    -2,
+    0,
+    &[
+        spec("config|get", -3, ADMIN_NS, KeySpec::None, get),
+        spec("config|set", -4, ADMIN_NS, KeySpec::None, set),
+        spec("config|resetstat", 2, ADMIN_NS, KeySpec::None, resetstat),
+        spec("config|rewrite", 2, ADMIN_NS, KeySpec::None, rewrite),
+        spec("config|help", 2, LOADING | STALE, KeySpec::None, help),
+    ],
+)];
+
+/// CONFIG GET pattern [pattern ...]: every parameter matching any of the
+/// glob patterns, each once, as a name → value map.
+fn get(ctx: &mut Ctx<'_>, args: Args<'_>) {
+    let patterns: Vec<&[u8]> = args.iter().skip(2).collect();
+    let found = ctx.server.config.get(&patterns);
+    ctx.out.map(found.len());
+    for (name, value) in found {
+        ctx.out.bulk(name.as_bytes());
+        ctx.out.bulk(value.as_bytes());
+    }
+}
+
+/// CONFIG SET name value [name value ...]: changes the parameters all at
+/// once, or none of them if any name or value is refused.
+fn set(ctx: &mut Ctx<'_>, args: Args<'_>) {
+    let rest: Vec<&[u8]> = args.iter().skip(2).collect();
+    let chunks = rest.chunks_exact(2);
+    if !chunks.remainder().is_empty() {
+        return ctx.out.error(errors::SYNTAX);
+    }
+    let pairs: Vec<(&[u8], &[u8])> = chunks.map(|p| (p[0], p[1])).collect();
+    match ctx.server.config.set(&pairs) {
+        Ok(()) => ctx.out.ok(),
+        Err(e) => ctx.out.error(&e),
+    }
+}
+
+/// CONFIG RESETSTAT: zeroes the statistics INFO reports (command, error,
+/// keyspace and network counters, latency histograms).
+fn resetstat(ctx: &mut Ctx<'_>, _args: Args<'_>) {
+    ctx.server.reset_stats();
+    ctx.out.ok();
+}
+
+/// CONFIG REWRITE: writes the running configuration back to the file the
+/// server was started with.
+fn rewrite(ctx: &mut Ctx<'_>, _args: Args<'_>) {
+    match ctx.server.config.rewrite() {
+        Ok(()) => ctx.out.ok(),
+        Err(e) => ctx.out.error(&e),
+    }
+}
+
+/// CONFIG HELP.
+fn help(ctx: &mut Ctx<'_>, _args: Args<'_>) {
+    reply_help(
+        ctx,
+        "CONFIG",
+        &[
+            "GET <pattern>",
+            "    Return parameters matching the glob-like <pattern> and their values.",
+            "SET <directive> <value>",
+            "    Set the configuration <directive> to <value>.",
+            "RESETSTAT",
+            "    Reset statistics reported by the INFO command.",
+            "REWRITE",
+            "    Rewrite the configuration file.",
+        ],
+    );
+}

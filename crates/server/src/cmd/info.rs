@@ -1,0 +1,759 @@
+//! INFO (Redis's `genRedisInfoString`): the server's state as `field:value`
+//! lines grouped in `# Section`s, with Redis 7.0's section and field names
+//! and order. Fields of subsystems Vireo does not have (replication links,
+//! forks, Lua, modules, defragmentation) report Redis's idle values.
+
+use std::fmt::{Display, Write as _};
+use std::sync::atomic::Ordering;
+use std::sync::OnceLock;
+
+use vireo_resp::Args;
+use vireo_store::clock::now_us;
+
+use super::{flags::*, spec, table, CommandSpec, Ctx, KeySpec};
+use crate::alloc;
+use crate::client::cflags;
+use crate::metrics::{sum_workers, Histogram, Rate};
+use crate::server::{Server, REDIS_VERSION, VIREO_VERSION};
+
+/// This family's commands.
+pub const COMMANDS: &[CommandSpec] = &[spec(
+    "info",
+    -1,
+    LOADING | STALE | SENTINEL,
+    KeySpec::None,
+    info,
+)];
+
+/// Writes one section's lines.
+type SectionFn = fn(&Server, &mut Lines<'_>);
+
+/// The sections, in output order: name, the `# Title` they print, whether
+/// a plain INFO (or INFO default) includes them, and their writer.
+const SECTIONS: &[(&str, &str, bool, SectionFn)] = &[
+    ("server", "Server", true, server_section),
+    ("clients", "Clients", true, clients_section),
+    ("memory", "Memory", true, memory_section),
+    ("persistence", "Persistence", true, persistence_section),
+    ("stats", "Stats", true, stats_section),
+    ("replication", "Replication", true, replication_section),
+    ("cpu", "CPU", true, cpu_section),
+    ("modules", "Modules", true, |_, _| {}),
+    ("commandstats", "Commandstats", false, commandstats_section),
+    ("errorstats", "Errorstats", true, errorstats_section),
+    ("latencystats", "Latencystats", false, latencystats_section),
+    ("cluster", "Cluster", true, |_, w| {
+        w.kv("cluster_enabled", 0)
+    }),
+    ("keyspace", "Keyspace", true, keyspace_section),
+];
+
+/// INFO [section ...]: the report for the named sections (case-insensitive;
+/// `all` and `everything` select every section, `default` or no argument
+/// the default ones, unknown names nothing), as a bulk string (a verbatim
+/// string in RESP3).
+fn info(ctx: &mut Ctx<'_>, args: Args<'_>) {
+    let names: Vec<&[u8]> = args.iter().skip(1).collect();
+    let text = render(ctx.server, &selected_sections(&names));
+    ctx.out.verbatim("txt", text.as_bytes());
+}
+
+/// Which of [`SECTIONS`] the arguments ask for.
+fn selected_sections(names: &[&[u8]]) -> Vec<bool> {
+    let defaults = || SECTIONS.iter().map(|s| s.2);
+    if names.is_empty() {
+        return defaults().collect();
+    }
+    let mut on = vec![false; SECTIONS.len()];
+    for n in names {
+        if super::is(n, "all") || super::is(n, "everything") {
+            on.iter_mut().for_each(|b| *b = true);
+        } else if super::is(n, "default") {
+            on.iter_mut().zip(defaults()).for_each(|(b, d)| *b |= d);
+        } else if let Some(i) = SECTIONS.iter().position(|s| super::is(n, s.0)) {
+            on[i] = true;
+        }
+    }
+    on
+}
+
+/// The INFO text for the selected sections: each is its header and its
+/// lines, CRLF-terminated, with an empty line between sections.
+fn render(server: &Server, on: &[bool]) -> String {
+    let mut out = String::with_capacity(4096);
+    for (i, ((_, title, _, write_lines), _)) in
+        SECTIONS.iter().zip(on).filter(|(_, on)| **on).enumerate()
+    {
+        if i > 0 {
+            out.push_str("\r\n");
+        }
+        let _ = write!(out, "# {title}\r\n");
+        write_lines(server, &mut Lines(&mut out));
+    }
+    out
+}
+
+/// Appends `field:value` lines.
+struct Lines<'a>(&'a mut String);
+
+impl Lines<'_> {
+    fn kv(&mut self, field: &str, value: impl Display) {
+        let _ = write!(self.0, "{field}:{value}\r\n");
+    }
+
+    /// Several fields that are always zero here.
+    fn zeros(&mut self, fields: &[&str]) {
+        for f in fields {
+            self.kv(f, 0);
+        }
+    }
+}
+
+/// A byte count the way Redis's `bytesToHuman` prints it.
+fn bytes_to_human(n: u64) -> String {
+    if n < 1024 {
+        return format!("{n}B");
+    }
+    for (i, unit) in ['K', 'M', 'G', 'T', 'P'].into_iter().enumerate() {
+        let base = 1u64 << (10 * (i + 1));
+        if n / base < 1024 {
+            return format!("{:.2}{unit}", n as f64 / base as f64);
+        }
+    }
+    format!("{n}B")
+}
+
+/// A stable build id derived from the Vireo version (FNV-1a).
+fn build_id() -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in VIREO_VERSION.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:x}")
+}
+
+/// `sysname release machine`, like `uname -srm`.
+fn os_name() -> String {
+    let read = |p: &str| std::fs::read_to_string(p).map(|s| s.trim().to_owned()).ok();
+    let sys = read("/proc/sys/kernel/ostype").unwrap_or_else(|| std::env::consts::OS.to_owned());
+    match read("/proc/sys/kernel/osrelease") {
+        Some(rel) => format!("{sys} {rel} {}", std::env::consts::ARCH),
+        None => format!("{sys} {}", std::env::consts::ARCH),
+    }
+}
+
+fn server_section(server: &Server, w: &mut Lines<'_>) {
+    let now = now_us();
+    let uptime = server.uptime_s();
+    let hz = server.config.hot.hz.load(Ordering::Relaxed);
+    let workers = server.worker_stats.len();
+    let exe = std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    w.kv("redis_version", REDIS_VERSION);
+    w.kv("redis_git_sha1", "00000000");
+    w.kv("redis_git_dirty", 0);
+    w.kv("redis_build_id", build_id());
+    w.kv("redis_mode", "standalone");
+    w.kv("os", os_name());
+    w.kv("arch_bits", usize::BITS);
+    w.kv("monotonic_clock", "POSIX clock_gettime");
+    w.kv(
+        "multiplexing_api",
+        if cfg!(target_os = "linux") {
+            "epoll"
+        } else {
+            "kqueue"
+        },
+    );
+    w.kv("atomicvar_api", "c11-builtin");
+    w.kv("gcc_version", "0.0.0");
+    w.kv("process_id", std::process::id());
+    w.kv("process_supervised", "no");
+    w.kv("run_id", &server.run_id);
+    w.kv("tcp_port", server.bound_port.load(Ordering::Relaxed));
+    w.kv("server_time_usec", now);
+    w.kv("uptime_in_seconds", uptime);
+    w.kv("uptime_in_days", uptime / 86_400);
+    w.kv("hz", hz);
+    w.kv("configured_hz", hz);
+    // Redis's LRU clock: seconds, in 24 bits.
+    w.kv("lru_clock", (now / 1_000_000) & ((1 << 24) - 1));
+    w.kv("executable", exe);
+    let config_file = server.config.config_file().map(|p| p.display().to_string());
+    w.kv("config_file", config_file.unwrap_or_default());
+    w.kv("io_threads_active", u8::from(workers > 1));
+    w.kv("vireo_version", VIREO_VERSION);
+}
+
+fn clients_section(server: &Server, w: &mut Lines<'_>) {
+    let clients = server.clients.snapshot();
+    let monitors = clients
+        .iter()
+        .filter(|c| c.flags.load(Ordering::Relaxed) & cflags::MONITOR != 0)
+        .count();
+    let max_in = clients
+        .iter()
+        .map(|c| c.qbuf.load(Ordering::Relaxed) + c.qbuf_free.load(Ordering::Relaxed))
+        .max()
+        .unwrap_or(0);
+    let max_out = clients
+        .iter()
+        .map(|c| c.omem.load(Ordering::Relaxed))
+        .max()
+        .unwrap_or(0);
+    // Redis counts MONITOR clients among replicas, not connected clients.
+    w.kv("connected_clients", clients.len() - monitors);
+    w.kv("cluster_connections", 0);
+    w.kv(
+        "maxclients",
+        server.config.hot.maxclients.load(Ordering::Relaxed),
+    );
+    w.kv("client_recent_max_input_buffer", max_in);
+    w.kv("client_recent_max_output_buffer", max_out);
+    w.zeros(&[
+        "blocked_clients",
+        "tracking_clients",
+        "clients_in_timeout_table",
+    ]);
+}
+
+/// Memory figures shared by INFO memory and MEMORY STATS / DOCTOR.
+#[derive(Default)]
+pub struct MemoryReport {
+    /// Bytes allocated now.
+    pub used: u64,
+    /// Highest `used` seen.
+    pub peak: u64,
+    /// Bytes allocated once the server was set up.
+    pub startup: u64,
+    /// Resident set size of the process.
+    pub rss: u64,
+    /// Client query and output buffers.
+    pub clients: u64,
+    /// Estimated hash table overhead per non-empty database.
+    pub dbs: Vec<DbOverhead>,
+    /// Everything that is not data: startup, clients, hash tables.
+    pub overhead: u64,
+    /// Keys in all databases.
+    pub keys: u64,
+}
+
+/// Estimated table overhead of one database (MEMORY STATS `db.N`).
+pub struct DbOverhead {
+    /// Database index.
+    pub db: usize,
+    /// Bytes the key table spends per key beyond the data.
+    pub main_overhead: u64,
+    /// Bytes the expiry index spends.
+    pub expires_overhead: u64,
+}
+
+impl MemoryReport {
+    /// Measures the server now (and raises the recorded peak if needed).
+    pub fn collect(server: &Server) -> MemoryReport {
+        let used = alloc::used_memory() as u64;
+        let peak = server
+            .used_memory_peak
+            .fetch_max(used, Ordering::Relaxed)
+            .max(used);
+        let clients: u64 = server
+            .clients
+            .snapshot()
+            .iter()
+            .map(|c| {
+                (c.qbuf.load(Ordering::Relaxed)
+                    + c.qbuf_free.load(Ordering::Relaxed)
+                    + c.omem.load(Ordering::Relaxed)) as u64
+            })
+            .sum();
+        // Per key, the table holds the key handle and the entry; per key
+        // with a TTL, the expiry index holds another key handle.
+        let entry = (std::mem::size_of::<vireo_store::Key>()
+            + std::mem::size_of::<vireo_store::Entry>()) as u64;
+        let key = std::mem::size_of::<vireo_store::Key>() as u64;
+        let sizes = server.keyspace.db_sizes();
+        let keys = sizes.iter().map(|d| d.0 as u64).sum();
+        let dbs: Vec<DbOverhead> = sizes
+            .into_iter()
+            .enumerate()
+            .filter(|(_, (keys, _))| *keys > 0)
+            .map(|(db, (keys, expires))| DbOverhead {
+                db,
+                main_overhead: keys as u64 * entry,
+                expires_overhead: expires as u64 * key,
+            })
+            .collect();
+        let startup = server.metrics.used_memory_startup;
+        let tables: u64 = dbs
+            .iter()
+            .map(|d| d.main_overhead + d.expires_overhead)
+            .sum();
+        MemoryReport {
+            used,
+            peak,
+            startup,
+            rss: rss_bytes(),
+            clients,
+            dbs,
+            overhead: startup + clients + tables,
+            keys,
+        }
+    }
+
+    /// Bytes that are data rather than overhead.
+    pub fn dataset(&self) -> u64 {
+        self.used.saturating_sub(self.overhead)
+    }
+}
+
+/// Resident set size from /proc/self/status (0 where unavailable).
+fn rss_bytes() -> u64 {
+    proc_status_kb("/proc/self/status", "VmRSS:") * 1024
+}
+
+/// Total physical memory from /proc/meminfo (0 where unavailable).
+fn total_system_memory() -> u64 {
+    proc_status_kb("/proc/meminfo", "MemTotal:") * 1024
+}
+
+/// The `kB` figure of a `Field:   N kB` line of a /proc file.
+fn proc_status_kb(path: &str, field: &str) -> u64 {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix(field))
+                .and_then(|v| v.split_whitespace().next().and_then(|n| n.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+/// `a / b` with two decimals, 0 when `b` is 0.
+fn ratio(a: u64, b: u64) -> String {
+    if b == 0 {
+        "0.00".into()
+    } else {
+        format!("{:.2}", a as f64 / b as f64)
+    }
+}
+
+fn memory_section(server: &Server, w: &mut Lines<'_>) {
+    let m = MemoryReport::collect(server);
+    let maxmemory = server.config.hot.maxmemory.load(Ordering::Relaxed);
+    let total = total_system_memory();
+    w.kv("used_memory", m.used);
+    w.kv("used_memory_human", bytes_to_human(m.used));
+    w.kv("used_memory_rss", m.rss);
+    w.kv("used_memory_rss_human", bytes_to_human(m.rss));
+    w.kv("used_memory_peak", m.peak);
+    w.kv("used_memory_peak_human", bytes_to_human(m.peak));
+    w.kv(
+        "used_memory_peak_perc",
+        format!("{}%", ratio(m.used * 100, m.peak)),
+    );
+    w.kv("used_memory_overhead", m.overhead);
+    w.kv("used_memory_startup", m.startup);
+    w.kv("used_memory_dataset", m.dataset());
+    w.kv(
+        "used_memory_dataset_perc",
+        format!(
+            "{}%",
+            ratio(m.dataset() * 100, m.used.saturating_sub(m.startup))
+        ),
+    );
+    // Without allocator statistics Redis falls back to the RSS for the
+    // allocator's active and resident sizes; so do we.
+    w.kv("allocator_allocated", m.used);
+    w.kv("allocator_active", m.rss);
+    w.kv("allocator_resident", m.rss);
+    w.kv("total_system_memory", total);
+    w.kv("total_system_memory_human", bytes_to_human(total));
+    w.kv("used_memory_lua", 0);
+    w.kv("used_memory_vm_eval", 0);
+    w.kv("used_memory_lua_human", "0B");
+    w.zeros(&[
+        "used_memory_scripts_eval",
+        "number_of_cached_scripts",
+        "number_of_functions",
+        "number_of_libraries",
+        "used_memory_vm_functions",
+        "used_memory_vm_total",
+    ]);
+    w.kv("used_memory_vm_total_human", "0B");
+    w.zeros(&["used_memory_functions", "used_memory_scripts"]);
+    w.kv("used_memory_scripts_human", "0B");
+    w.kv("maxmemory", maxmemory);
+    w.kv("maxmemory_human", bytes_to_human(maxmemory));
+    w.kv("maxmemory_policy", server.config.maxmemory_policy());
+    let frag_bytes = m.rss as i64 - m.used as i64;
+    w.kv("allocator_frag_ratio", ratio(m.rss, m.used));
+    w.kv("allocator_frag_bytes", frag_bytes);
+    w.kv("allocator_rss_ratio", "1.00");
+    w.kv("allocator_rss_bytes", 0);
+    w.kv("rss_overhead_ratio", "1.00");
+    w.kv("rss_overhead_bytes", 0);
+    w.kv("mem_fragmentation_ratio", ratio(m.rss, m.used));
+    w.kv("mem_fragmentation_bytes", frag_bytes);
+    w.zeros(&[
+        "mem_not_counted_for_evict",
+        "mem_replication_backlog",
+        "mem_total_replication_buffers",
+        "mem_clients_slaves",
+    ]);
+    w.kv("mem_clients_normal", m.clients);
+    w.zeros(&["mem_cluster_links", "mem_aof_buffer"]);
+    w.kv("mem_allocator", "mimalloc");
+    w.zeros(&[
+        "active_defrag_running",
+        "lazyfree_pending_objects",
+        "lazyfreed_objects",
+    ]);
+}
+
+fn persistence_section(server: &Server, w: &mut Lines<'_>) {
+    w.zeros(&[
+        "loading",
+        "async_loading",
+        "current_cow_peak",
+        "current_cow_size",
+        "current_cow_size_age",
+    ]);
+    w.kv("current_fork_perc", "0.00");
+    w.zeros(&["current_save_keys_processed", "current_save_keys_total"]);
+    w.kv(
+        "rdb_changes_since_last_save",
+        server.dirty.load(Ordering::Relaxed),
+    );
+    w.kv("rdb_bgsave_in_progress", 0);
+    w.kv(
+        "rdb_last_save_time",
+        server.lastsave_s.load(Ordering::Relaxed),
+    );
+    w.kv("rdb_last_bgsave_status", "ok");
+    w.kv("rdb_last_bgsave_time_sec", -1);
+    w.kv("rdb_current_bgsave_time_sec", -1);
+    w.zeros(&[
+        "rdb_saves",
+        "rdb_last_cow_size",
+        "rdb_last_load_keys_expired",
+        "rdb_last_load_keys_loaded",
+    ]);
+    w.kv("aof_enabled", u8::from(server.config.appendonly()));
+    w.zeros(&["aof_rewrite_in_progress", "aof_rewrite_scheduled"]);
+    w.kv("aof_last_rewrite_time_sec", -1);
+    w.kv("aof_current_rewrite_time_sec", -1);
+    w.kv("aof_last_bgrewrite_status", "ok");
+    w.zeros(&["aof_rewrites", "aof_rewrites_consecutive_failures"]);
+    w.kv("aof_last_write_status", "ok");
+    w.zeros(&[
+        "aof_last_cow_size",
+        "module_fork_in_progress",
+        "module_fork_last_cow_size",
+    ]);
+}
+
+fn stats_section(server: &Server, w: &mut Lines<'_>) {
+    let ws = &server.worker_stats;
+    let st = &server.stats;
+    let ks = server.keyspace.stats();
+    let rates = &server.metrics.rates;
+    let kbps = |r: Rate| format!("{:.2}", rates.get(r) as f64 / 1024.0);
+    w.kv(
+        "total_connections_received",
+        st.total_connections_received.load(Ordering::Relaxed),
+    );
+    w.kv("total_commands_processed", sum_workers(ws, |w| &w.commands));
+    w.kv("instantaneous_ops_per_sec", rates.get(Rate::Commands));
+    w.kv(
+        "total_net_input_bytes",
+        sum_workers(ws, |w| &w.net_input_bytes),
+    );
+    w.kv(
+        "total_net_output_bytes",
+        sum_workers(ws, |w| &w.net_output_bytes),
+    );
+    w.zeros(&["total_net_repl_input_bytes", "total_net_repl_output_bytes"]);
+    w.kv("instantaneous_input_kbps", kbps(Rate::NetInput));
+    w.kv("instantaneous_output_kbps", kbps(Rate::NetOutput));
+    w.kv("instantaneous_input_repl_kbps", "0.00");
+    w.kv("instantaneous_output_repl_kbps", "0.00");
+    w.kv(
+        "rejected_connections",
+        st.rejected_connections.load(Ordering::Relaxed),
+    );
+    w.zeros(&["sync_full", "sync_partial_ok", "sync_partial_err"]);
+    w.kv("expired_keys", ks.expired_keys);
+    w.kv("expired_stale_perc", "0.00");
+    w.zeros(&[
+        "expired_time_cap_reached_count",
+        "expire_cycle_cpu_milliseconds",
+        "evicted_keys",
+        "evicted_clients",
+        "total_eviction_exceeded_time",
+        "current_eviction_exceeded_time",
+    ]);
+    w.kv("keyspace_hits", ks.keyspace_hits);
+    w.kv("keyspace_misses", ks.keyspace_misses);
+    w.zeros(&[
+        "pubsub_channels",
+        "pubsub_patterns",
+        "pubsubshard_channels",
+        "latest_fork_usec",
+        "total_forks",
+        "migrate_cached_sockets",
+        "slave_expires_tracked_keys",
+        "active_defrag_hits",
+        "active_defrag_misses",
+        "active_defrag_key_hits",
+        "active_defrag_key_misses",
+        "total_active_defrag_time",
+        "current_active_defrag_time",
+        "tracking_total_keys",
+        "tracking_total_items",
+        "tracking_total_prefixes",
+        "unexpected_error_replies",
+    ]);
+    w.kv(
+        "total_error_replies",
+        st.total_error_replies.load(Ordering::Relaxed),
+    );
+    w.kv("dump_payload_sanitizations", 0);
+    w.kv(
+        "total_reads_processed",
+        sum_workers(ws, |w| &w.reads_processed),
+    );
+    w.kv(
+        "total_writes_processed",
+        sum_workers(ws, |w| &w.writes_processed),
+    );
+    w.zeros(&[
+        "io_threaded_reads_processed",
+        "io_threaded_writes_processed",
+        "reply_buffer_shrinks",
+        "reply_buffer_expands",
+    ]);
+}
+
+/// The replication id INFO reports: random per process, like Redis's.
+fn replid() -> &'static str {
+    static REPLID: OnceLock<String> = OnceLock::new();
+    REPLID.get_or_init(|| {
+        let mut rng = fastrand::Rng::new();
+        (0..40)
+            .map(|_| char::from_digit(rng.u32(..16), 16).unwrap_or('0'))
+            .collect()
+    })
+}
+
+fn replication_section(server: &Server, w: &mut Lines<'_>) {
+    w.kv("role", "master");
+    w.kv("connected_slaves", 0);
+    w.kv("master_failover_state", "no-failover");
+    w.kv("master_replid", replid());
+    w.kv("master_replid2", "0".repeat(40));
+    w.kv("master_repl_offset", 0);
+    w.kv("second_repl_offset", -1);
+    w.kv("repl_backlog_active", 0);
+    w.kv(
+        "repl_backlog_size",
+        server
+            .config
+            .get_one("repl-backlog-size")
+            .unwrap_or_default(),
+    );
+    w.zeros(&["repl_backlog_first_byte_offset", "repl_backlog_histlen"]);
+}
+
+/// (user, system) CPU seconds from a /proc `stat` file: the process's own
+/// (`children` false) or its reaped children's.
+fn cpu_times(path: &str, children: bool) -> (f64, f64) {
+    // Linux reports these in USER_HZ, which is 100 on every platform we run on.
+    const TICKS: f64 = 100.0;
+    let Ok(stat) = std::fs::read_to_string(path) else {
+        return (0.0, 0.0);
+    };
+    // Fields after the parenthesised command name, which may hold spaces.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<f64> = rest
+        .split_whitespace()
+        .map(|x| x.parse().unwrap_or(0.0))
+        .collect();
+    let at = if children { 13 } else { 11 };
+    let get = |i: usize| f.get(i).copied().unwrap_or(0.0) / TICKS;
+    (get(at), get(at + 1))
+}
+
+fn cpu_section(_server: &Server, w: &mut Lines<'_>) {
+    let (user, sys) = cpu_times("/proc/self/stat", false);
+    let (cuser, csys) = cpu_times("/proc/self/stat", true);
+    // The thread running this command stands in for Redis's main thread.
+    let (tuser, tsys) = cpu_times("/proc/thread-self/stat", false);
+    w.kv("used_cpu_sys", format!("{sys:.6}"));
+    w.kv("used_cpu_user", format!("{user:.6}"));
+    w.kv("used_cpu_sys_children", format!("{csys:.6}"));
+    w.kv("used_cpu_user_children", format!("{cuser:.6}"));
+    w.kv("used_cpu_sys_main_thread", format!("{tsys:.6}"));
+    w.kv("used_cpu_user_main_thread", format!("{tuser:.6}"));
+}
+
+/// Per-command counters summed over the workers.
+struct CmdTotals {
+    calls: u64,
+    usec: u64,
+    rejected: u64,
+    failed: u64,
+}
+
+fn cmd_totals(server: &Server, id: usize) -> CmdTotals {
+    let sum = |f: fn(&crate::server::CmdStat) -> &std::sync::atomic::AtomicU64| {
+        server
+            .worker_stats
+            .iter()
+            .map(|w| f(&w.per_command[id]).load(Ordering::Relaxed))
+            .sum()
+    };
+    CmdTotals {
+        calls: sum(|s| &s.calls),
+        usec: sum(|s| &s.usec),
+        rejected: sum(|s| &s.rejected),
+        failed: sum(|s| &s.failed),
+    }
+}
+
+fn commandstats_section(server: &Server, w: &mut Lines<'_>) {
+    for (id, spec) in table().all.iter().enumerate() {
+        let t = cmd_totals(server, id);
+        if t.calls == 0 && t.rejected == 0 && t.failed == 0 {
+            continue;
+        }
+        let per_call = if t.calls == 0 {
+            0.0
+        } else {
+            t.usec as f64 / t.calls as f64
+        };
+        w.kv(
+            &format!("cmdstat_{}", spec.name),
+            format!(
+                "calls={},usec={},usec_per_call={per_call:.2},rejected_calls={},failed_calls={}",
+                t.calls, t.usec, t.rejected, t.failed
+            ),
+        );
+    }
+}
+
+fn errorstats_section(server: &Server, w: &mut Lines<'_>) {
+    let mut errors: Vec<(String, u64)> = server
+        .stats
+        .errors
+        .lock()
+        .iter()
+        .map(|(k, v)| (k.clone(), *v))
+        .collect();
+    errors.sort();
+    for (code, n) in errors {
+        w.kv(&format!("errorstat_{code}"), format!("count={n}"));
+    }
+}
+
+fn latencystats_section(server: &Server, w: &mut Lines<'_>) {
+    let percentiles: Vec<f64> = server
+        .config
+        .get_one("latency-tracking-info-percentiles")
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    for (id, spec) in table().all.iter().enumerate() {
+        let mut h = Histogram::default();
+        for ws in &server.worker_stats {
+            h.add(&ws.per_command[id].latency);
+        }
+        if h.total() == 0 {
+            continue;
+        }
+        let parts: Vec<String> = percentiles
+            .iter()
+            .map(|&p| format!("p{p}={:.3}", h.percentile_us(p)))
+            .collect();
+        w.kv(
+            &format!("latency_percentiles_usec_{}", spec.name),
+            parts.join(","),
+        );
+    }
+}
+
+fn keyspace_section(server: &Server, w: &mut Lines<'_>) {
+    for (db, (keys, expires)) in server.keyspace.db_sizes().into_iter().enumerate() {
+        if keys > 0 {
+            w.kv(
+                &format!("db{db}"),
+                format!("keys={keys},expires={expires},avg_ttl=0"),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(on: &[bool]) -> Vec<&'static str> {
+        SECTIONS
+            .iter()
+            .zip(on)
+            .filter(|(_, b)| **b)
+            .map(|(s, _)| s.0)
+            .collect()
+    }
+
+    #[test]
+    fn section_selection() {
+        let default = names(&selected_sections(&[]));
+        assert!(default.contains(&"server") && default.contains(&"keyspace"));
+        assert!(!default.contains(&"commandstats") && !default.contains(&"latencystats"));
+        assert_eq!(names(&selected_sections(&[b"default"])), default);
+        assert_eq!(names(&selected_sections(&[b"ALL"])).len(), SECTIONS.len());
+        assert_eq!(
+            names(&selected_sections(&[b"everything"])).len(),
+            SECTIONS.len()
+        );
+        assert_eq!(names(&selected_sections(&[b"nosuch"])), Vec::<&str>::new());
+        assert_eq!(
+            names(&selected_sections(&[b"keyspace", b"Server", b"server"])),
+            vec!["server", "keyspace"]
+        );
+        let mut with_cmd = default.clone();
+        with_cmd.insert(8, "commandstats");
+        assert_eq!(
+            names(&selected_sections(&[b"commandstats", b"default"])),
+            with_cmd
+        );
+    }
+
+    #[test]
+    fn human_bytes() {
+        assert_eq!(bytes_to_human(0), "0B");
+        assert_eq!(bytes_to_human(1023), "1023B");
+        assert_eq!(bytes_to_human(1024), "1.00K");
+        assert_eq!(bytes_to_human(941_280), "919.22K");
+        assert_eq!(bytes_to_human(7_061_504), "6.73M");
+        assert_eq!(bytes_to_human(25_276_502_016), "23.54G");
+        assert_eq!(bytes_to_human(1 << 40), "1.00T");
+        assert_eq!(bytes_to_human(1 << 50), "1.00P");
+        assert_eq!(bytes_to_human(u64::MAX), format!("{}B", u64::MAX));
+    }
+
+    #[test]
+    fn cpu_times_parse_proc_stat() {
+        let (u, s) = cpu_times("/proc/self/stat", false);
+        assert!(u >= 0.0 && s >= 0.0);
+        assert_eq!(cpu_times("/nonexistent", false), (0.0, 0.0));
+    }
+
+    #[test]
+    fn build_id_is_stable_hex() {
+        assert_eq!(build_id(), build_id());
+        assert!(build_id().chars().all(|c| c.is_ascii_hexdigit()));
+    }
+}

@@ -1,0 +1,389 @@
+//! The command table and what every command handler shares.
+//!
+//! One file per command family, as Redis has one `t_*.c` per type. Each
+//! family exports a `COMMANDS` slice of [`CommandSpec`]; [`table`] merges
+//! them into the single table that names, arities, flags and key positions
+//! come from (dispatch, locking, COMMAND and MULTI all read it).
+
+pub mod client;
+pub mod command;
+pub mod config;
+pub mod connection;
+pub mod docs;
+pub mod expire;
+pub mod info;
+pub mod keys;
+pub mod multi;
+pub mod server;
+pub mod string;
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use vireo_resp::number::parse_i64;
+use vireo_resp::{Args, ReplyBuf};
+use vireo_store::Keys;
+
+use crate::server::Server;
+use crate::session::Session;
+
+/// A command implementation. It reads its arguments (already checked for
+/// arity), works on the locked keyspace view in `ctx.keys`, and writes
+/// exactly one reply to `ctx.out`.
+pub type Handler = fn(&mut Ctx<'_>, Args<'_>);
+
+/// Which keys a command touches, which decides what it locks.
+#[derive(Clone, Copy)]
+pub enum KeySpec {
+    /// No keys: nothing is locked.
+    None,
+    /// Keys at argument positions `first`, `first + step`, … up to `last`
+    /// (negative `last` counts from the end, -1 being the last argument),
+    /// Redis's legacy (first, last, step) triple.
+    Range { first: i32, last: i32, step: i32 },
+    /// Keys found by a function over the arguments (returns their indices),
+    /// for commands like ZUNIONSTORE whose key count is an argument. The
+    /// triple is what COMMAND reports.
+    Custom {
+        first: i32,
+        last: i32,
+        step: i32,
+        find: fn(Args<'_>) -> Vec<usize>,
+    },
+    /// Needs a frozen view of the whole keyspace (KEYS, FLUSHALL, SWAPDB):
+    /// every shard is locked.
+    All,
+    /// Walks the keyspace one shard at a time (SCAN, DBSIZE); inside a
+    /// transaction it is treated as [`KeySpec::All`].
+    Dynamic,
+    /// EXEC: the keys of the queued commands plus the WATCHed keys.
+    Queued,
+}
+
+/// Command flags, with the names COMMAND INFO prints.
+pub mod flags {
+    pub const WRITE: u32 = 1;
+    pub const READONLY: u32 = 1 << 1;
+    pub const DENYOOM: u32 = 1 << 2;
+    pub const ADMIN: u32 = 1 << 3;
+    pub const PUBSUB: u32 = 1 << 4;
+    pub const NOSCRIPT: u32 = 1 << 5;
+    pub const BLOCKING: u32 = 1 << 6;
+    pub const LOADING: u32 = 1 << 7;
+    pub const STALE: u32 = 1 << 8;
+    pub const SKIP_MONITOR: u32 = 1 << 9;
+    pub const SKIP_SLOWLOG: u32 = 1 << 10;
+    pub const FAST: u32 = 1 << 11;
+    pub const NO_AUTH: u32 = 1 << 12;
+    pub const MAY_REPLICATE: u32 = 1 << 13;
+    pub const NO_MULTI: u32 = 1 << 14;
+    pub const ALLOW_BUSY: u32 = 1 << 15;
+    pub const SENTINEL: u32 = 1 << 16;
+    pub const NO_MANDATORY_KEYS: u32 = 1 << 17;
+    pub const NO_ASYNC_LOADING: u32 = 1 << 18;
+
+    /// Flag bits with their COMMAND INFO names, in Redis's order.
+    pub const NAMES: &[(u32, &str)] = &[
+        (WRITE, "write"),
+        (READONLY, "readonly"),
+        (DENYOOM, "denyoom"),
+        (ADMIN, "admin"),
+        (PUBSUB, "pubsub"),
+        (NOSCRIPT, "noscript"),
+        (BLOCKING, "blocking"),
+        (LOADING, "loading"),
+        (STALE, "stale"),
+        (SKIP_MONITOR, "skip_monitor"),
+        (SKIP_SLOWLOG, "skip_slowlog"),
+        (FAST, "fast"),
+        (NO_AUTH, "no_auth"),
+        (MAY_REPLICATE, "may_replicate"),
+        (SENTINEL, "sentinel"),
+        (NO_MANDATORY_KEYS, "no_mandatory_keys"),
+        (NO_ASYNC_LOADING, "no_async_loading"),
+        (NO_MULTI, "no_multi"),
+        (ALLOW_BUSY, "allow_busy"),
+    ];
+}
+
+/// One entry of the command table.
+pub struct CommandSpec {
+    /// Lower-case name; subcommands are written `parent|sub` as Redis does.
+    pub name: &'static str,
+    /// Redis arity: N means exactly N arguments including the name, -N at
+    /// least N.
+    pub arity: i32,
+    /// Bits from [`flags`].
+    pub flags: u32,
+    /// The keys it touches.
+    pub keys: KeySpec,
+    /// The implementation (unused for containers with subcommands).
+    pub handler: Handler,
+    /// Subcommands (CONFIG GET, CLIENT LIST, …); empty for plain commands.
+    pub subcommands: &'static [CommandSpec],
+}
+
+impl CommandSpec {
+    /// True if `n` arguments (including the name) satisfy the arity.
+    pub fn arity_ok(&self, n: usize) -> bool {
+        let n = n as i64;
+        let a = self.arity as i64;
+        (a >= 0 && n == a) || (a < 0 && n >= -a)
+    }
+
+    /// True if the flag bit is set.
+    pub fn has(&self, flag: u32) -> bool {
+        self.flags & flag != 0
+    }
+
+    /// The subcommand's own name (after `|`).
+    pub fn short_name(&self) -> &'static str {
+        self.name.rsplit('|').next().unwrap_or(self.name)
+    }
+
+    /// Argument indices of the keys in `args`, per [`KeySpec`].
+    pub fn key_indices(&self, args: Args<'_>) -> Vec<usize> {
+        match self.keys {
+            KeySpec::Range { first, last, step } => range_keys(args.len(), first, last, step),
+            KeySpec::Custom { find, .. } => find(args),
+            KeySpec::None | KeySpec::All | KeySpec::Dynamic | KeySpec::Queued => Vec::new(),
+        }
+    }
+}
+
+/// Expands a (first, last, step) triple over `argc` arguments.
+fn range_keys(argc: usize, first: i32, last: i32, step: i32) -> Vec<usize> {
+    if first <= 0 || step <= 0 {
+        return Vec::new();
+    }
+    let last = if last < 0 {
+        argc as i64 + last as i64
+    } else {
+        last as i64
+    };
+    let last = last.min(argc as i64 - 1);
+    (first as i64..=last)
+        .step_by(step as usize)
+        .map(|i| i as usize)
+        .collect()
+}
+
+/// Shorthand for a table entry; most fields are positional in the families.
+pub const fn spec(
+    name: &'static str,
+    arity: i32,
+    flags: u32,
+    keys: KeySpec,
+    handler: Handler,
+) -> CommandSpec {
+    CommandSpec {
+        name,
+        arity,
+        flags,
+        keys,
+        handler,
+        subcommands: &[],
+    }
+}
+
+/// A container command (CONFIG, CLIENT, …) dispatching on its first argument.
+pub const fn container(
+    name: &'static str,
+    arity: i32,
+    flags: u32,
+    subcommands: &'static [CommandSpec],
+) -> CommandSpec {
+    CommandSpec {
+        name,
+        arity,
+        flags,
+        keys: KeySpec::None,
+        handler: no_handler,
+        subcommands,
+    }
+}
+
+/// Key triple for the common "one key at argument 1" case.
+pub const KEY1: KeySpec = KeySpec::Range {
+    first: 1,
+    last: 1,
+    step: 1,
+};
+
+/// Key triple for "every argument from 1 is a key".
+pub const ALL_ARGS_KEYS: KeySpec = KeySpec::Range {
+    first: 1,
+    last: -1,
+    step: 1,
+};
+
+fn no_handler(ctx: &mut Ctx<'_>, _args: Args<'_>) {
+    ctx.out
+        .error("ERR internal error: container command without subcommand");
+}
+
+/// A command found in the table: its spec and its dense index (for
+/// per-command statistics).
+#[derive(Clone, Copy)]
+pub struct CmdRef {
+    pub spec: &'static CommandSpec,
+    pub id: usize,
+}
+
+/// The merged command table.
+pub struct Table {
+    by_name: HashMap<&'static str, CmdRef>,
+    /// Every command and subcommand, indexed by id.
+    pub all: Vec<&'static CommandSpec>,
+}
+
+impl Table {
+    fn build() -> Table {
+        let families: &[&'static [CommandSpec]] = &[
+            client::COMMANDS,
+            command::COMMANDS,
+            config::COMMANDS,
+            connection::COMMANDS,
+            expire::COMMANDS,
+            info::COMMANDS,
+            keys::COMMANDS,
+            multi::COMMANDS,
+            server::COMMANDS,
+            string::COMMANDS,
+        ];
+        let mut t = Table {
+            by_name: HashMap::new(),
+            all: Vec::new(),
+        };
+        for fam in families {
+            for spec in fam.iter() {
+                t.add(spec);
+                for sub in spec.subcommands {
+                    t.add(sub);
+                }
+            }
+        }
+        t
+    }
+
+    fn add(&mut self, spec: &'static CommandSpec) {
+        let id = self.all.len();
+        self.all.push(spec);
+        let prev = self.by_name.insert(spec.name, CmdRef { spec, id });
+        assert!(prev.is_none(), "command {} defined twice", spec.name);
+    }
+
+    /// Looks a command up by name, case-insensitively.
+    pub fn lookup(&self, name: &[u8]) -> Option<CmdRef> {
+        let mut buf = [0u8; 32];
+        if name.len() > buf.len() {
+            return None;
+        }
+        let lower = &mut buf[..name.len()];
+        lower.copy_from_slice(name);
+        lower.make_ascii_lowercase();
+        let s = std::str::from_utf8(lower).ok()?;
+        self.by_name.get(s).copied()
+    }
+
+    /// Looks up `parent|sub` for a container command.
+    pub fn lookup_sub(&self, parent: &CommandSpec, sub: &[u8]) -> Option<CmdRef> {
+        let mut name = Vec::with_capacity(parent.name.len() + 1 + sub.len());
+        name.extend_from_slice(parent.name.as_bytes());
+        name.push(b'|');
+        name.extend_from_slice(sub);
+        self.lookup(&name)
+    }
+
+    /// Top-level commands (no subcommands), in table order.
+    pub fn top_level(&self) -> impl Iterator<Item = &'static CommandSpec> + '_ {
+        self.all.iter().copied().filter(|s| !s.name.contains('|'))
+    }
+}
+
+/// The process-wide command table.
+pub fn table() -> &'static Table {
+    static TABLE: OnceLock<Table> = OnceLock::new();
+    TABLE.get_or_init(Table::build)
+}
+
+/// Everything a handler works with for one command.
+pub struct Ctx<'a> {
+    /// Shared server state.
+    pub server: &'a Server,
+    /// The calling connection's state.
+    pub session: &'a mut Session,
+    /// Where the reply goes.
+    pub out: &'a mut ReplyBuf,
+    /// The locked keyspace view.
+    pub keys: Keys<'a>,
+    /// The selected database (kept in step with `session.db`).
+    pub db: usize,
+    /// Changes made, for `rdb_changes_since_last_save`.
+    pub dirty: u64,
+}
+
+impl Ctx<'_> {
+    /// Records a write to `key`: wakes WATCHers and counts a change, as
+    /// Redis's `signalModifiedKey` plus `server.dirty++`.
+    pub fn modified(&mut self, key: &[u8]) {
+        self.keys.signal_modified(self.db, key);
+        self.dirty += 1;
+    }
+
+    /// Parses an integer argument, replying Redis's error if it is not one.
+    pub fn int_arg(&mut self, arg: &[u8]) -> Option<i64> {
+        let v = parse_i64(arg);
+        if v.is_none() {
+            self.out.error(errors::NOT_INT);
+        }
+        v
+    }
+}
+
+/// Redis's error strings shared by many commands.
+pub mod errors {
+    pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+    pub const SYNTAX: &str = "ERR syntax error";
+    pub const NOT_INT: &str = "ERR value is not an integer or out of range";
+    pub const NOT_FLOAT: &str = "ERR value is not a valid float";
+    pub const OVERFLOW: &str = "ERR increment or decrement would overflow";
+    pub const NO_SUCH_KEY: &str = "ERR no such key";
+    pub const DB_RANGE: &str = "ERR DB index is out of range";
+}
+
+/// Case-insensitive comparison of an argument with an ASCII keyword.
+pub fn is(arg: &[u8], keyword: &str) -> bool {
+    arg.eq_ignore_ascii_case(keyword.as_bytes())
+}
+
+/// Lossy text form of an argument for error messages.
+pub fn text(arg: &[u8]) -> String {
+    String::from_utf8_lossy(arg).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn range_key_expansion() {
+        assert_eq!(range_keys(3, 1, 1, 1), vec![1]);
+        assert_eq!(range_keys(5, 1, -1, 1), vec![1, 2, 3, 4]);
+        assert_eq!(range_keys(5, 1, -1, 2), vec![1, 3]);
+        assert_eq!(range_keys(1, 1, -1, 1), Vec::<usize>::new());
+        assert_eq!(range_keys(3, 0, 0, 0), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn table_has_unique_lowercase_names_and_lookup_ignores_case() {
+        let t = table();
+        for s in &t.all {
+            assert_eq!(s.name, s.name.to_ascii_lowercase());
+        }
+        assert_eq!(t.lookup(b"GeT").unwrap().spec.name, "get");
+        assert!(t.lookup(b"nosuchcommand").is_none());
+        let cfg = t.lookup(b"config").unwrap().spec;
+        assert_eq!(t.lookup_sub(cfg, b"GET").unwrap().spec.name, "config|get");
+    }
+}

@@ -1,0 +1,44 @@
+//! Background housekeeping, Redis's `serverCron` minus what runs per
+//! connection: active expiry, memory statistics and the sampled
+//! instantaneous rates.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::alloc;
+use crate::server::Server;
+
+/// Runs until shutdown, `hz` times a second.
+pub fn run(server: Arc<Server>) {
+    while !server.shutting_down.load(Ordering::Acquire) {
+        let hz = server.config.hot.hz.load(Ordering::Relaxed).clamp(1, 500);
+        let period = Duration::from_micros(1_000_000 / hz);
+        let start = Instant::now();
+        if server
+            .config
+            .hot
+            .active_expire_enabled
+            .load(Ordering::Relaxed)
+        {
+            // Redis spends at most 25% of each cron period on active expiry.
+            server.keyspace.active_expire_cycle(period / 4);
+            let threshold = server
+                .config
+                .hot
+                .latency_monitor_threshold
+                .load(Ordering::Relaxed);
+            let ms = start.elapsed().as_millis() as u64;
+            server
+                .metrics
+                .latency
+                .sample_if_needed(threshold, "expire-cycle", ms);
+        }
+        let used = alloc::used_memory() as u64;
+        server.used_memory_peak.fetch_max(used, Ordering::Relaxed);
+        server.metrics.rates.sample_if_due(&server.worker_stats);
+        if let Some(rest) = period.checked_sub(start.elapsed()) {
+            std::thread::sleep(rest);
+        }
+    }
+}

@@ -1,0 +1,376 @@
+//! From parsed arguments to a reply: command lookup, arity and auth checks,
+//! MULTI queuing, CLIENT PAUSE, shard locking, and the bookkeeping around
+//! every call (stats, slow log, MONITOR, CLIENT REPLY). Redis splits this
+//! between `processCommand` and `call`; so do we.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use vireo_resp::{Args, ReplyBuf};
+use vireo_store::clock::now_us;
+use vireo_store::Keys;
+
+use crate::cmd::{flags, table, CmdRef, Ctx, KeySpec};
+use crate::metrics::hist_bucket;
+use crate::server::{Server, SlowlogEntry};
+use crate::session::{ReplyMode, Session};
+
+/// What happened to a command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Executed (or rejected, or queued): its reply is in the buffer.
+    Done,
+    /// Held back by CLIENT PAUSE: run it again later.
+    Postponed,
+}
+
+/// Handles one command from a client.
+pub fn run(server: &Server, session: &mut Session, out: &mut ReplyBuf, args: Args<'_>) -> Outcome {
+    let cmd = match resolve(args) {
+        Ok(c) => c,
+        Err(msg) => {
+            reject(server, session, out, None, &msg);
+            return Outcome::Done;
+        }
+    };
+    let spec = cmd.spec;
+    if !session.authenticated && !spec.has(flags::NO_AUTH) {
+        reject(
+            server,
+            session,
+            out,
+            Some(cmd),
+            "NOAUTH Authentication required.",
+        );
+        return Outcome::Done;
+    }
+    if session.in_multi()
+        && !matches!(
+            spec.name,
+            "exec" | "discard" | "multi" | "watch" | "quit" | "reset"
+        )
+    {
+        if spec.has(flags::NO_MULTI) {
+            reject(
+                server,
+                session,
+                out,
+                Some(cmd),
+                "ERR Command not allowed inside a transaction",
+            );
+        } else {
+            let multi = session.multi.as_mut().expect("in multi");
+            multi.queue.push((cmd, args.to_owned()));
+            session
+                .shared
+                .multi_len
+                .store(multi.queue.len(), Ordering::Relaxed);
+            out.simple("QUEUED");
+        }
+        return Outcome::Done;
+    }
+    if is_paused_for(server, session, cmd) {
+        return Outcome::Postponed;
+    }
+    let mut keys = lock_for(server, session, cmd, args);
+    // CLIENT NO-TOUCH: this client's lookups leave access times alone.
+    keys.set_no_touch(session.no_touch);
+    let mut ctx = Ctx {
+        server,
+        db: session.db,
+        session,
+        out,
+        keys,
+        dirty: 0,
+    };
+    if ctx.session.reply_mode == ReplyMode::SkipNext {
+        ctx.session.reply_mode = ReplyMode::Skipping;
+    }
+    let mark = ctx.out.len();
+    call(&mut ctx, cmd, args);
+    let dirty = ctx.dirty;
+    drop(ctx);
+    if dirty > 0 {
+        server.dirty.fetch_add(dirty, Ordering::Relaxed);
+    }
+    match session.reply_mode {
+        ReplyMode::Off => out.truncate(mark),
+        ReplyMode::Skipping => {
+            out.truncate(mark);
+            session.reply_mode = ReplyMode::On;
+        }
+        ReplyMode::On | ReplyMode::SkipNext => {}
+    }
+    Outcome::Done
+}
+
+/// Finds the command (and subcommand) and checks its arity; Err is the
+/// error reply.
+fn resolve(args: Args<'_>) -> Result<CmdRef, String> {
+    let t = table();
+    let name = args.get(0);
+    let Some(mut cmd) = t.lookup(name) else {
+        let mut shown = String::new();
+        for a in args.iter().skip(1) {
+            if shown.len() >= 128 {
+                break;
+            }
+            let room = 128 - shown.len();
+            let a = String::from_utf8_lossy(a);
+            let a: String = a.chars().take(room).collect();
+            shown.push_str(&format!("'{a}' "));
+        }
+        let name: String = String::from_utf8_lossy(name).chars().take(128).collect();
+        return Err(format!(
+            "ERR unknown command '{name}', with args beginning with: {shown}"
+        ));
+    };
+    if !cmd.spec.subcommands.is_empty() && args.len() >= 2 {
+        let sub = args.get(1);
+        cmd = match t.lookup_sub(cmd.spec, sub) {
+            Some(c) => c,
+            None => {
+                return Err(format!(
+                    "ERR unknown subcommand '{}'. Try {} HELP.",
+                    String::from_utf8_lossy(sub)
+                        .chars()
+                        .take(128)
+                        .collect::<String>(),
+                    cmd.spec.name.to_ascii_uppercase()
+                ))
+            }
+        };
+    }
+    if !cmd.spec.arity_ok(args.len()) {
+        return Err(format!(
+            "ERR wrong number of arguments for '{}' command",
+            cmd.spec.name
+        ));
+    }
+    Ok(cmd)
+}
+
+/// Replies an error for a command that was not executed, flagging an open
+/// transaction so EXEC aborts (Redis's `rejectCommand`).
+fn reject(
+    server: &Server,
+    session: &mut Session,
+    out: &mut ReplyBuf,
+    cmd: Option<CmdRef>,
+    msg: &str,
+) {
+    if let Some(m) = session.multi.as_mut() {
+        m.aborted = true;
+    }
+    if let Some(c) = cmd {
+        stats_of(server, session, c)
+            .rejected
+            .fetch_add(1, Ordering::Relaxed);
+    }
+    server.count_error(msg.as_bytes());
+    out.error(msg);
+}
+
+fn stats_of<'s>(server: &'s Server, session: &Session, cmd: CmdRef) -> &'s crate::server::CmdStat {
+    &server.worker_stats[session.shared.worker].per_command[cmd.id]
+}
+
+/// CLIENT PAUSE WRITE holds back commands that may write; PAUSE ALL holds
+/// back everything but the commands that lift or inspect the pause.
+fn is_paused_for(server: &Server, session: &Session, cmd: CmdRef) -> bool {
+    let mode = server.pause.active();
+    if mode == 0 {
+        return false;
+    }
+    let spec = cmd.spec;
+    if matches!(spec.name, "client|unpause" | "client|pause") {
+        return false;
+    }
+    if mode == 2 {
+        return true;
+    }
+    let writes = spec.has(flags::WRITE) || spec.has(flags::MAY_REPLICATE);
+    let exec_writes = spec.name == "exec"
+        && session.multi.as_ref().is_some_and(|m| {
+            m.queue
+                .iter()
+                .any(|(c, _)| c.spec.has(flags::WRITE) || c.spec.has(flags::MAY_REPLICATE))
+        });
+    writes || exec_writes
+}
+
+/// Locks what the command needs, in ascending shard order.
+fn lock_for<'a>(server: &'a Server, session: &Session, cmd: CmdRef, args: Args<'_>) -> Keys<'a> {
+    let ks = &server.keyspace;
+    match cmd.spec.keys {
+        KeySpec::None => ks.lock_shards(Vec::new()),
+        KeySpec::All => ks.lock_all(),
+        KeySpec::Dynamic => ks.lock_dynamic(),
+        KeySpec::Range { .. } | KeySpec::Custom { .. } => {
+            let idx = cmd.spec.key_indices(args);
+            ks.lock_shards(idx.into_iter().map(|i| ks.shard_of(args.get(i))).collect())
+        }
+        KeySpec::Queued => {
+            let mut shards: Vec<usize> = session
+                .watched
+                .iter()
+                .map(|(_, k)| ks.shard_of(k))
+                .collect();
+            let queue = session
+                .multi
+                .as_ref()
+                .map(|m| m.queue.as_slice())
+                .unwrap_or_default();
+            for (c, a) in queue {
+                match c.spec.keys {
+                    KeySpec::All | KeySpec::Dynamic | KeySpec::Queued => return ks.lock_all(),
+                    KeySpec::None => {}
+                    KeySpec::Range { .. } | KeySpec::Custom { .. } => {
+                        let a = a.as_args();
+                        shards.extend(
+                            c.spec
+                                .key_indices(a)
+                                .into_iter()
+                                .map(|i| ks.shard_of(a.get(i))),
+                        );
+                    }
+                }
+            }
+            ks.lock_shards(shards)
+        }
+    }
+}
+
+/// Runs one command with its locks held, and does the bookkeeping Redis's
+/// `call()` does. EXEC calls this for each queued command.
+pub fn call(ctx: &mut Ctx<'_>, cmd: CmdRef, args: Args<'_>) {
+    let spec = cmd.spec;
+    let server = ctx.server;
+    ctx.session.shared.set_last_cmd(spec);
+    let mark = ctx.out.len();
+    let start = Instant::now();
+    let result = catch_unwind(AssertUnwindSafe(|| (spec.handler)(ctx, args)));
+    let elapsed_us = start.elapsed().as_micros() as u64;
+    if result.is_err() {
+        tracing::error!(
+            command = spec.name,
+            "command handler panicked; replied with an error"
+        );
+        ctx.out.truncate(mark);
+        ctx.out
+            .error("ERR internal error while executing the command");
+    }
+    let wstats = &server.worker_stats[ctx.session.shared.worker];
+    wstats.commands.fetch_add(1, Ordering::Relaxed);
+    let st = &wstats.per_command[cmd.id];
+    st.calls.fetch_add(1, Ordering::Relaxed);
+    st.usec.fetch_add(elapsed_us, Ordering::Relaxed);
+    if server.config.hot.latency_tracking.load(Ordering::Relaxed) {
+        st.latency[hist_bucket(elapsed_us)].fetch_add(1, Ordering::Relaxed);
+    }
+    let event = if spec.has(flags::FAST) {
+        "fast-command"
+    } else {
+        "command"
+    };
+    let threshold = server
+        .config
+        .hot
+        .latency_monitor_threshold
+        .load(Ordering::Relaxed);
+    server
+        .metrics
+        .latency
+        .sample_if_needed(threshold, event, elapsed_us / 1000);
+    if ctx.out.as_bytes().get(mark) == Some(&b'-') {
+        st.failed.fetch_add(1, Ordering::Relaxed);
+        server.count_error(&ctx.out.as_bytes()[mark..]);
+    }
+    ctx.session.shared.db.store(ctx.db, Ordering::Relaxed);
+    if !spec.has(flags::SKIP_SLOWLOG) {
+        slowlog_maybe_push(server, ctx.session, args, elapsed_us);
+    }
+    if server.monitor_count.load(Ordering::Relaxed) > 0
+        && !spec.has(flags::SKIP_MONITOR)
+        && !spec.has(flags::ADMIN)
+    {
+        feed_monitors(server, ctx.session, ctx.db, args);
+    }
+}
+
+/// Longest argument list a slow log entry keeps, and longest argument.
+const SLOWLOG_MAX_ARGS: usize = 32;
+const SLOWLOG_MAX_ARG_LEN: usize = 128;
+
+fn slowlog_maybe_push(server: &Server, session: &Session, args: Args<'_>, us: u64) {
+    let threshold = server
+        .config
+        .hot
+        .slowlog_log_slower_than
+        .load(Ordering::Relaxed);
+    if threshold < 0 || us < threshold as u64 {
+        return;
+    }
+    let mut kept = Vec::new();
+    let argc = args.len();
+    for (i, a) in args.iter().enumerate() {
+        if i == SLOWLOG_MAX_ARGS - 1 && argc > SLOWLOG_MAX_ARGS {
+            kept.push(format!("... ({} more arguments)", argc - SLOWLOG_MAX_ARGS + 1).into_bytes());
+            break;
+        }
+        if a.len() > SLOWLOG_MAX_ARG_LEN {
+            let mut v = a[..SLOWLOG_MAX_ARG_LEN].to_vec();
+            v.extend_from_slice(
+                format!("... ({} more bytes)", a.len() - SLOWLOG_MAX_ARG_LEN).as_bytes(),
+            );
+            kept.push(v);
+        } else {
+            kept.push(a.to_vec());
+        }
+    }
+    let entry = SlowlogEntry {
+        id: server.slowlog.next_id.fetch_add(1, Ordering::Relaxed),
+        time_s: now_us() / 1_000_000,
+        duration_us: us,
+        args: kept,
+        addr: session.shared.addr.clone(),
+        name: session.shared.name_string(),
+    };
+    let max = server.config.hot.slowlog_max_len.load(Ordering::Relaxed) as usize;
+    let mut log = server.slowlog.entries.lock();
+    log.push_front(entry);
+    while log.len() > max {
+        log.pop_back();
+    }
+}
+
+/// Sends the command line to every MONITOR client, in Redis's format.
+fn feed_monitors(server: &Server, session: &Session, db: usize, args: Args<'_>) {
+    let us = now_us();
+    let mut line = format!(
+        "+{}.{:06} [{} {}]",
+        us / 1_000_000,
+        us % 1_000_000,
+        db,
+        session.shared.addr
+    )
+    .into_bytes();
+    for a in args.iter() {
+        line.push(b' ');
+        crate::cmd::server::write_repr(&mut line, a);
+    }
+    line.extend_from_slice(b"\r\n");
+    let monitors = server.monitors.lock().clone();
+    for (worker, id) in monitors {
+        if id != session.id {
+            server.notify(worker, crate::worker::Msg::Output(id, line.clone()));
+        }
+    }
+}
+
+/// Cleans up after a client disconnects: WATCH registrations, MONITOR.
+pub fn on_disconnect(server: &Server, session: &mut Session) {
+    crate::cmd::multi::unwatch_all(server, session);
+    crate::cmd::client::stop_monitor(server, session);
+}

@@ -1,0 +1,160 @@
+//! The Vireo server: configuration, networking (one event loop per worker
+//! thread), the command table with one file per command family, and the
+//! background jobs. See `shared/DESIGN.md` for the architecture.
+
+pub mod alloc;
+pub mod client;
+pub mod cmd;
+pub mod config;
+pub mod conn;
+pub mod cron;
+pub mod dispatch;
+pub mod listener;
+pub mod metrics;
+pub mod server;
+pub mod session;
+pub mod worker;
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread;
+
+use config::Config;
+use server::{Server, REDIS_VERSION, VIREO_VERSION};
+
+/// Runs the server with redis-server style arguments (`[file.conf]
+/// [--name value ...]`, program name excluded). Returns the exit status.
+pub fn run(args: &[String]) -> i32 {
+    let config = match Config::from_args(args) {
+        Ok(c) => c,
+        Err(msg) => {
+            eprintln!("{msg}");
+            return 1;
+        }
+    };
+    init_logging(&config);
+    let threads = match config.io_threads() {
+        0 => thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1),
+        n => n,
+    };
+    let server = Arc::new(Server::new(config, threads));
+    match start(server) {
+        Ok(()) => 0,
+        Err(e) => {
+            tracing::error!("{e}");
+            eprintln!("{e}");
+            1
+        }
+    }
+}
+
+fn init_logging(config: &Config) {
+    let level = match config.loglevel().as_str() {
+        "debug" => tracing::Level::DEBUG,
+        "verbose" => tracing::Level::INFO,
+        "notice" => tracing::Level::INFO,
+        _ => tracing::Level::WARN,
+    };
+    let builder = tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_target(false);
+    let logfile = config.logfile();
+    let result = if logfile.is_empty() {
+        builder.with_writer(std::io::stdout).try_init()
+    } else {
+        match std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&logfile)
+        {
+            Ok(f) => builder
+                .with_ansi(false)
+                .with_writer(std::sync::Mutex::new(f))
+                .try_init(),
+            Err(e) => {
+                eprintln!("Can't open the log file: {e}");
+                builder.with_writer(std::io::stdout).try_init()
+            }
+        }
+    };
+    let _ = result;
+}
+
+/// Binds, starts the workers, the acceptor and the background jobs, and
+/// waits until a signal or SHUTDOWN stops them.
+pub fn start(server: Arc<Server>) -> std::io::Result<()> {
+    let listeners = listener::Listeners::bind(&server)?;
+    let (accept_poll, accept_waker) = listener::create_poll()?;
+    let nworkers = server.worker_stats.len();
+    let mut polls = Vec::new();
+    let mut handles = Vec::new();
+    for _ in 0..nworkers {
+        let (poll, handle) = worker::create()?;
+        polls.push(poll);
+        handles.push(handle);
+    }
+    if server.workers.set(handles).is_err() {
+        unreachable!("workers are set once");
+    }
+    let mut joins = Vec::new();
+    for (i, poll) in polls.into_iter().enumerate() {
+        let s = server.clone();
+        joins.push(
+            thread::Builder::new()
+                .name(format!("vireo-worker-{i}"))
+                .spawn(move || worker::run(i, s, poll))?,
+        );
+    }
+    let s = server.clone();
+    joins.push(
+        thread::Builder::new()
+            .name("vireo-accept".into())
+            .spawn(move || listener::run(s, listeners, accept_poll))?,
+    );
+    let s = server.clone();
+    let cron = thread::Builder::new()
+        .name("vireo-cron".into())
+        .spawn(move || cron::run(s))?;
+    watch_signals(server.clone(), accept_waker.clone())?;
+    tracing::info!(
+        "Vireo {VIREO_VERSION} (Redis {REDIS_VERSION} compatible) started, pid={}, port={}, threads={nworkers}",
+        std::process::id(),
+        server.bound_port.load(Ordering::Relaxed)
+    );
+    tracing::info!("Ready to accept connections");
+    // Stopping: the signal thread or SHUTDOWN sets the flag and wakes us all.
+    while !server.shutting_down.load(Ordering::Acquire) {
+        thread::park_timeout(std::time::Duration::from_millis(100));
+    }
+    accept_waker.wake()?;
+    server.wake_all();
+    for j in joins {
+        let _ = j.join();
+    }
+    let _ = cron.join();
+    if let Some(path) = server.config.unixsocket() {
+        let _ = std::fs::remove_file(path);
+    }
+    tracing::info!("Vireo is now ready to exit, bye bye...");
+    Ok(())
+}
+
+/// SIGTERM and SIGINT start a clean shutdown.
+fn watch_signals(server: Arc<Server>, accept_waker: Arc<mio::Waker>) -> std::io::Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT])?;
+    thread::Builder::new()
+        .name("vireo-signals".into())
+        .spawn(move || {
+            if let Some(sig) = signals.forever().next() {
+                let name = if sig == SIGINT { "SIGINT" } else { "SIGTERM" };
+                tracing::warn!("Received {name} scheduling shutdown...");
+                server.shutting_down.store(true, Ordering::Release);
+                let _ = accept_waker.wake();
+                server.wake_all();
+            }
+        })?;
+    Ok(())
+}

@@ -1,0 +1,256 @@
+//! State shared by every thread of the server.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use parking_lot::Mutex;
+use vireo_store::clock::now_ms;
+use vireo_store::Keyspace;
+
+use crate::client::ClientRegistry;
+use crate::cmd::table;
+use crate::config::Config;
+use crate::metrics::{Metrics, HIST_BUCKETS};
+use crate::worker::WorkerHandle;
+
+/// Version reported by INFO and HELLO (the Redis version we match).
+pub const REDIS_VERSION: &str = "7.0.15";
+/// Vireo's own version.
+pub const VIREO_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Counters of one command (INFO commandstats).
+#[derive(Default)]
+pub struct CmdStat {
+    pub calls: AtomicU64,
+    pub usec: AtomicU64,
+    pub rejected: AtomicU64,
+    pub failed: AtomicU64,
+    /// Latency histogram (LATENCY HISTOGRAM, INFO latencystats), see
+    /// [`crate::metrics::hist_bucket`].
+    pub latency: [AtomicU64; HIST_BUCKETS],
+}
+
+/// Counters owned by one worker thread: written only by it (so they never
+/// bounce between cores), summed by INFO.
+pub struct WorkerStats {
+    pub commands: AtomicU64,
+    pub net_input_bytes: AtomicU64,
+    pub net_output_bytes: AtomicU64,
+    /// Socket reads that returned data (INFO `total_reads_processed`).
+    pub reads_processed: AtomicU64,
+    /// Socket writes that sent data (INFO `total_writes_processed`).
+    pub writes_processed: AtomicU64,
+    /// Indexed by command id (see [`crate::cmd::CmdRef`]).
+    pub per_command: Vec<CmdStat>,
+}
+
+impl WorkerStats {
+    fn new() -> Self {
+        WorkerStats {
+            commands: AtomicU64::new(0),
+            net_input_bytes: AtomicU64::new(0),
+            net_output_bytes: AtomicU64::new(0),
+            reads_processed: AtomicU64::new(0),
+            writes_processed: AtomicU64::new(0),
+            per_command: (0..table().all.len()).map(|_| CmdStat::default()).collect(),
+        }
+    }
+
+    fn reset(&self) {
+        for c in [
+            &self.commands,
+            &self.net_input_bytes,
+            &self.net_output_bytes,
+            &self.reads_processed,
+            &self.writes_processed,
+        ] {
+            c.store(0, Ordering::Relaxed);
+        }
+        for s in &self.per_command {
+            for c in [&s.calls, &s.usec, &s.rejected, &s.failed]
+                .into_iter()
+                .chain(&s.latency)
+            {
+                c.store(0, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// Server-wide counters that change rarely enough to share.
+#[derive(Default)]
+pub struct GlobalStats {
+    pub total_connections_received: AtomicU64,
+    pub rejected_connections: AtomicU64,
+    pub total_error_replies: AtomicU64,
+    pub client_qbuf_limit_disconnections: AtomicU64,
+    pub client_output_buffer_limit_disconnections: AtomicU64,
+    /// Error replies by their first word (INFO errorstats).
+    pub errors: Mutex<HashMap<String, u64>>,
+}
+
+/// One SLOWLOG entry.
+#[derive(Clone)]
+pub struct SlowlogEntry {
+    pub id: u64,
+    pub time_s: u64,
+    pub duration_us: u64,
+    pub args: Vec<Vec<u8>>,
+    pub addr: String,
+    pub name: String,
+}
+
+/// The slow log (SLOWLOG GET/LEN/RESET).
+#[derive(Default)]
+pub struct SlowLog {
+    pub entries: Mutex<VecDeque<SlowlogEntry>>,
+    pub next_id: AtomicU64,
+}
+
+/// CLIENT PAUSE state.
+#[derive(Default)]
+pub struct Pause {
+    /// 0: not paused, 1: writes paused, 2: everything paused.
+    pub mode: AtomicU8,
+    /// Unix ms at which the pause ends by itself.
+    pub until_ms: AtomicU64,
+}
+
+impl Pause {
+    /// The pause mode in force now (expired pauses read as none).
+    pub fn active(&self) -> u8 {
+        let mode = self.mode.load(Ordering::Acquire);
+        if mode != 0 && now_ms() >= self.until_ms.load(Ordering::Acquire) {
+            self.mode.store(0, Ordering::Release);
+            return 0;
+        }
+        mode
+    }
+}
+
+/// Everything the threads share.
+pub struct Server {
+    pub config: Config,
+    pub keyspace: Keyspace,
+    pub clients: ClientRegistry,
+    pub stats: GlobalStats,
+    pub worker_stats: Vec<Arc<WorkerStats>>,
+    /// Handles to wake and message worker threads; set once they start.
+    pub workers: OnceLock<Vec<WorkerHandle>>,
+    pub slowlog: SlowLog,
+    pub pause: Pause,
+    /// Clients in MONITOR mode: (worker, client id).
+    pub monitors: Mutex<Vec<(usize, u64)>>,
+    /// Fast check for the common case of no monitors.
+    pub monitor_count: AtomicUsize,
+    /// Changes since the last save (INFO persistence).
+    pub dirty: AtomicU64,
+    pub lastsave_s: AtomicU64,
+    /// Set when the server is stopping.
+    pub shutting_down: AtomicBool,
+    pub started: Instant,
+    pub started_ms: u64,
+    pub run_id: String,
+    /// Address the TCP listener actually bound (useful with port 0).
+    pub bound_port: AtomicU64,
+    /// Peak of the allocator's byte count.
+    pub used_memory_peak: AtomicU64,
+    /// Latency monitor, instantaneous rates, startup memory.
+    pub metrics: Metrics,
+}
+
+impl Server {
+    /// Shared state for `threads` workers.
+    pub fn new(config: Config, threads: usize) -> Self {
+        let databases = config.databases();
+        let now = now_ms();
+        Server {
+            keyspace: Keyspace::new(databases, 1024),
+            config,
+            clients: ClientRegistry::default(),
+            stats: GlobalStats::default(),
+            worker_stats: (0..threads).map(|_| Arc::new(WorkerStats::new())).collect(),
+            workers: OnceLock::new(),
+            slowlog: SlowLog::default(),
+            pause: Pause::default(),
+            monitors: Mutex::new(Vec::new()),
+            monitor_count: AtomicUsize::new(0),
+            dirty: AtomicU64::new(0),
+            lastsave_s: AtomicU64::new(now / 1000),
+            shutting_down: AtomicBool::new(false),
+            started: Instant::now(),
+            started_ms: now,
+            run_id: random_run_id(),
+            bound_port: AtomicU64::new(0),
+            used_memory_peak: AtomicU64::new(0),
+            metrics: Metrics::new(),
+        }
+    }
+
+    /// Zeroes the statistics CONFIG RESETSTAT resets.
+    pub fn reset_stats(&self) {
+        for w in &self.worker_stats {
+            w.reset();
+        }
+        self.keyspace.reset_stats();
+        for c in [
+            &self.stats.total_connections_received,
+            &self.stats.rejected_connections,
+            &self.stats.total_error_replies,
+            &self.stats.client_qbuf_limit_disconnections,
+            &self.stats.client_output_buffer_limit_disconnections,
+        ] {
+            c.store(0, Ordering::Relaxed);
+        }
+        self.stats.errors.lock().clear();
+    }
+
+    /// Counts an error reply by its first word (`ERR`, `WRONGTYPE`, …).
+    pub fn count_error(&self, reply: &[u8]) {
+        let body = reply.strip_prefix(b"-").unwrap_or(reply);
+        let end = body
+            .iter()
+            .position(|&b| b == b' ' || b == b'\r')
+            .unwrap_or(body.len());
+        let code = String::from_utf8_lossy(&body[..end]).into_owned();
+        self.stats
+            .total_error_replies
+            .fetch_add(1, Ordering::Relaxed);
+        let mut errors = self.stats.errors.lock();
+        // Redis caps the distinct error codes it tracks at 128.
+        if errors.len() < 128 || errors.contains_key(&code) {
+            *errors.entry(code).or_insert(0) += 1;
+        }
+    }
+
+    /// Wakes every worker (shutdown, unpause).
+    pub fn wake_all(&self) {
+        if let Some(ws) = self.workers.get() {
+            for w in ws {
+                w.wake();
+            }
+        }
+    }
+
+    /// Tells the worker owning `client` to look at its messages.
+    pub fn notify(&self, worker: usize, msg: crate::worker::Msg) {
+        if let Some(w) = self.workers.get().and_then(|ws| ws.get(worker)) {
+            w.send(msg);
+        }
+    }
+
+    /// Seconds since start.
+    pub fn uptime_s(&self) -> u64 {
+        self.started.elapsed().as_secs()
+    }
+}
+
+/// 40 hex characters, like Redis's run id.
+fn random_run_id() -> String {
+    let mut rng = fastrand::Rng::new();
+    (0..40)
+        .map(|_| char::from_digit(rng.u32(..16), 16).unwrap_or('0'))
+        .collect()
+}

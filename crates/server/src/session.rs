@@ -1,0 +1,90 @@
+//! Per-connection state that commands read and change (the part of Redis's
+//! `client` struct that is not I/O).
+
+use std::sync::Arc;
+
+use vireo_resp::OwnedArgs;
+use vireo_store::keyspace::WatchFlag;
+use vireo_store::Key;
+
+use crate::client::ClientShared;
+use crate::cmd::CmdRef;
+
+/// CLIENT REPLY mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplyMode {
+    /// Replies are sent.
+    On,
+    /// Replies are dropped until CLIENT REPLY ON.
+    Off,
+    /// The next command's reply is dropped.
+    SkipNext,
+    /// This command's reply is dropped (SKIP took effect).
+    Skipping,
+}
+
+/// A transaction being queued between MULTI and EXEC.
+#[derive(Default)]
+pub struct MultiState {
+    /// Queued commands with owned copies of their arguments.
+    pub queue: Vec<(CmdRef, OwnedArgs)>,
+    /// A command failed to queue: EXEC must answer EXECABORT.
+    pub aborted: bool,
+}
+
+/// State of one client connection.
+pub struct Session {
+    /// Client id (CLIENT ID), also the key of the client registry.
+    pub id: u64,
+    /// Selected database.
+    pub db: usize,
+    /// False until AUTH succeeds when `requirepass` is set.
+    pub authenticated: bool,
+    /// The open transaction, if any.
+    pub multi: Option<MultiState>,
+    /// Keys WATCHed by this client, as (db, key).
+    pub watched: Vec<(usize, Key)>,
+    /// Set by the keyspace when a watched key changes.
+    pub watch_dirty: WatchFlag,
+    /// Watched keys that had already expired when WATCH ran (Redis does not
+    /// abort EXEC for those expiring "again").
+    pub watched_expired: Vec<bool>,
+    /// CLIENT REPLY state.
+    pub reply_mode: ReplyMode,
+    /// Close the connection once pending replies are written (QUIT, errors).
+    pub close_after_reply: bool,
+    /// CLIENT NO-EVICT.
+    pub no_evict: bool,
+    /// CLIENT NO-TOUCH.
+    pub no_touch: bool,
+    /// This connection is a MONITOR.
+    pub monitor: bool,
+    /// What other threads may read or ask of this client.
+    pub shared: Arc<ClientShared>,
+}
+
+impl Session {
+    /// A fresh session; `authenticated` is true when no password is set.
+    pub fn new(shared: Arc<ClientShared>, authenticated: bool) -> Self {
+        Session {
+            id: shared.id,
+            db: 0,
+            authenticated,
+            multi: None,
+            watched: Vec::new(),
+            watch_dirty: WatchFlag::default(),
+            watched_expired: Vec::new(),
+            reply_mode: ReplyMode::On,
+            close_after_reply: false,
+            no_evict: false,
+            no_touch: false,
+            monitor: false,
+            shared,
+        }
+    }
+
+    /// True inside MULTI.
+    pub fn in_multi(&self) -> bool {
+        self.multi.is_some()
+    }
+}

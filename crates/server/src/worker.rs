@@ -1,0 +1,307 @@
+//! Worker threads: one mio event loop each, owning the connections handed
+//! to it by the acceptor for their whole life.
+//!
+//! Other threads talk to a worker only through its [`WorkerHandle`]: a
+//! message queue plus a `mio::Waker`.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mio::{Events, Poll, Token, Waker};
+use parking_lot::Mutex;
+use slab::Slab;
+use vireo_store::clock::now_ms;
+
+use crate::client::ClientShared;
+use crate::conn::{Close, Conn, Stream};
+use crate::server::Server;
+use crate::session::Session;
+
+const WAKER: Token = Token(usize::MAX);
+/// How often housekeeping runs (timeouts, paused clients).
+const TICK: Duration = Duration::from_millis(100);
+
+/// A message to a worker.
+pub enum Msg {
+    /// A newly accepted connection to adopt.
+    NewConn {
+        stream: Stream,
+        addr: String,
+        laddr: String,
+        fd: i32,
+        unix: bool,
+    },
+    /// Close this client (CLIENT KILL).
+    Kill(u64),
+    /// Append these bytes to a client's output (MONITOR feed).
+    Output(u64, Vec<u8>),
+    /// Just look around (shutdown, unpause).
+    Wake,
+}
+
+/// How other threads reach a worker.
+pub struct WorkerHandle {
+    waker: Waker,
+    inbox: Mutex<Vec<Msg>>,
+}
+
+impl WorkerHandle {
+    /// Queues a message and wakes the worker.
+    pub fn send(&self, msg: Msg) {
+        self.inbox.lock().push(msg);
+        self.wake();
+    }
+
+    /// Wakes the worker without a message.
+    pub fn wake(&self) {
+        let _ = self.waker.wake();
+    }
+}
+
+/// Creates a worker's poller and handle; the loop runs in [`run`].
+pub fn create() -> std::io::Result<(Poll, WorkerHandle)> {
+    let poll = Poll::new()?;
+    let waker = Waker::new(poll.registry(), WAKER)?;
+    Ok((
+        poll,
+        WorkerHandle {
+            waker,
+            inbox: Mutex::new(Vec::new()),
+        },
+    ))
+}
+
+struct Worker {
+    id: usize,
+    server: Arc<Server>,
+    poll: Poll,
+    conns: Slab<Conn>,
+    /// Connections that may have unread input (they used up their turn).
+    more_input: Vec<usize>,
+    /// client id → slab index, for messages addressed by id.
+    by_id: std::collections::HashMap<u64, usize>,
+}
+
+/// Runs worker `id`'s event loop until the server shuts down.
+pub fn run(id: usize, server: Arc<Server>, poll: Poll) {
+    let mut w = Worker {
+        id,
+        server,
+        poll,
+        conns: Slab::new(),
+        more_input: Vec::new(),
+        by_id: Default::default(),
+    };
+    let mut events = Events::with_capacity(1024);
+    let mut last_tick = Instant::now();
+    loop {
+        let timeout = if w.more_input.is_empty() {
+            TICK.saturating_sub(last_tick.elapsed())
+        } else {
+            Duration::ZERO
+        };
+        if let Err(e) = w.poll.poll(&mut events, Some(timeout)) {
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                tracing::error!("worker {id}: poll failed: {e}");
+                break;
+            }
+        }
+        for ev in events.iter() {
+            if ev.token() == WAKER {
+                w.drain_inbox();
+                continue;
+            }
+            let idx = ev.token().0;
+            if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                w.on_readable(idx);
+            } else if ev.is_writable() {
+                w.flush(idx);
+            }
+        }
+        for idx in std::mem::take(&mut w.more_input) {
+            w.on_readable(idx);
+        }
+        if last_tick.elapsed() >= TICK {
+            last_tick = Instant::now();
+            w.tick();
+        }
+        if w.server.shutting_down.load(Ordering::Acquire) {
+            w.shutdown();
+            break;
+        }
+    }
+}
+
+impl Worker {
+    fn drain_inbox(&mut self) {
+        let msgs = std::mem::take(
+            &mut *self.server.workers.get().expect("workers set")[self.id]
+                .inbox
+                .lock(),
+        );
+        for msg in msgs {
+            match msg {
+                Msg::NewConn {
+                    stream,
+                    addr,
+                    laddr,
+                    fd,
+                    unix,
+                } => self.adopt(stream, addr, laddr, fd, unix),
+                Msg::Kill(id) => {
+                    if let Some(&idx) = self.by_id.get(&id) {
+                        self.close(idx);
+                    }
+                }
+                Msg::Output(id, bytes) => {
+                    if let Some(&idx) = self.by_id.get(&id) {
+                        self.conns[idx].out.raw(&bytes);
+                        self.flush(idx);
+                    }
+                }
+                Msg::Wake => {}
+            }
+        }
+    }
+
+    fn adopt(&mut self, mut stream: Stream, addr: String, laddr: String, fd: i32, unix: bool) {
+        let server = &self.server;
+        let id = server.clients.next_id();
+        let shared = Arc::new(ClientShared::new(id, addr, laddr, fd, self.id, unix));
+        let entry = self.conns.vacant_entry();
+        let idx = entry.key();
+        if stream.register(self.poll.registry(), Token(idx)).is_err() {
+            return;
+        }
+        let authenticated = server.config.requirepass().is_none();
+        server.clients.add(shared.clone());
+        entry.insert(Conn::new(stream, Session::new(shared, authenticated)));
+        self.by_id.insert(id, idx);
+        // Data may already be waiting; edge-triggered polling would not
+        // report it again.
+        self.on_readable(idx);
+    }
+
+    fn on_readable(&mut self, idx: usize) {
+        let server = self.server.clone();
+        let Some(conn) = self.conns.get_mut(idx) else {
+            return;
+        };
+        conn.session
+            .shared
+            .last_interaction_ms
+            .store(now_ms(), Ordering::Relaxed);
+        match conn.on_readable(&server, &server.worker_stats[self.id]) {
+            Ok(true) => self.more_input.push(idx),
+            Ok(false) => {}
+            Err(Close::Gone) => return self.close(idx),
+            Err(Close::Done) => {
+                let _ = conn.flush(&server.worker_stats[self.id]);
+                return self.close(idx);
+            }
+        }
+        self.flush(idx);
+    }
+
+    fn flush(&mut self, idx: usize) {
+        let server = self.server.clone();
+        let Some(conn) = self.conns.get_mut(idx) else {
+            return;
+        };
+        if conn.flush(&server.worker_stats[self.id]).is_err() {
+            return self.close(idx);
+        }
+        if conn.output_over_limit(&server) {
+            tracing::warn!(
+                client = conn.session.id,
+                "client scheduled to be closed ASAP for overcoming of output buffer limits"
+            );
+            server
+                .stats
+                .client_output_buffer_limit_disconnections
+                .fetch_add(1, Ordering::Relaxed);
+            self.close(idx);
+        }
+    }
+
+    fn close(&mut self, idx: usize) {
+        let Some(mut conn) = self.conns.try_remove(idx) else {
+            return;
+        };
+        conn.stream.deregister(self.poll.registry());
+        self.by_id.remove(&conn.session.id);
+        crate::dispatch::on_disconnect(&self.server, &mut conn.session);
+        self.server.clients.remove(conn.session.id);
+    }
+
+    /// Housekeeping: idle timeouts, killed clients, paused input.
+    fn tick(&mut self) {
+        let server = self.server.clone();
+        let timeout_s = server.config.hot.timeout.load(Ordering::Relaxed);
+        let now = now_ms();
+        let mut to_close = Vec::new();
+        let mut to_resume = Vec::new();
+        for (idx, conn) in self.conns.iter() {
+            let shared = &conn.session.shared;
+            if shared.killed.load(Ordering::Relaxed) {
+                to_close.push(idx);
+                continue;
+            }
+            let idle_ms = now.saturating_sub(shared.last_interaction_ms.load(Ordering::Relaxed));
+            if timeout_s > 0
+                && idle_ms / 1000 >= timeout_s
+                && !conn.session.monitor
+                && !conn.session.in_multi()
+                && !conn.paused
+            {
+                to_close.push(idx);
+                continue;
+            }
+            if conn.paused {
+                to_resume.push(idx);
+            }
+        }
+        for idx in to_close {
+            self.close(idx);
+        }
+        for idx in to_resume {
+            self.resume(idx);
+        }
+    }
+
+    /// Retries input held back by CLIENT PAUSE.
+    fn resume(&mut self, idx: usize) {
+        let server = self.server.clone();
+        let Some(conn) = self.conns.get_mut(idx) else {
+            return;
+        };
+        conn.paused = false;
+        match conn.process_input(&server) {
+            Ok(()) if !conn.paused => self.more_input.push(idx),
+            Ok(()) => {}
+            Err(_) => return self.close(idx),
+        }
+        self.flush(idx);
+    }
+
+    /// Flushes pending replies (briefly) and closes everything.
+    fn shutdown(&mut self) {
+        let deadline = Instant::now() + Duration::from_millis(500);
+        let stats = self.server.worker_stats[self.id].clone();
+        let idxs: Vec<usize> = self.conns.iter().map(|(i, _)| i).collect();
+        for idx in idxs {
+            if let Some(conn) = self.conns.get_mut(idx) {
+                while !conn.out.is_empty() && Instant::now() < deadline {
+                    if conn.flush(&stats).is_err() {
+                        break;
+                    }
+                    if !conn.out.is_empty() {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                }
+            }
+            self.close(idx);
+        }
+    }
+}

@@ -1,0 +1,1107 @@
+//! The keyspace: `databases` logical databases split across many shards.
+//!
+//! A key's shard depends only on its hash, not on its database: shard `i`
+//! holds the slice of *every* database whose keys hash to `i`. That makes
+//! cross-database commands on one key (MOVE, COPY ... DB) single-shard, and
+//! SWAPDB a per-shard swap of two tables.
+//!
+//! Locking protocol (the invariant that keeps multi-key commands atomic and
+//! deadlock-free): a command locks every shard it will touch *before* it
+//! starts, in ascending shard order, and holds them until it finishes.
+//! [`Keyspace::lock_keys`] and [`Keyspace::lock_all`] do that and return a
+//! [`Keys`] view; all reads and writes go through it. Commands that walk the
+//! whole keyspace without needing a point-in-time view (SCAN, DBSIZE) use
+//! [`Keyspace::lock_dynamic`], which locks one shard at a time.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Mutex, MutexGuard};
+
+use crate::clock::now_ms;
+use crate::dict::{hash_key, Dict};
+use crate::value::Value;
+
+/// A key as stored: an owned byte string.
+pub type Key = Box<[u8]>;
+
+/// Set by the keyspace when a key a client WATCHes is modified.
+pub type WatchFlag = Arc<AtomicBool>;
+
+/// The LFU counter a new key starts with, so that it is not the first
+/// eviction candidate before it had a chance to be accessed (Redis's
+/// `LFU_INIT_VAL`).
+pub const LFU_INIT_VAL: u8 = 5;
+
+/// The LFU counter's tuning knobs (`lfu-log-factor`, `lfu-decay-time`).
+#[derive(Clone, Copy, Debug)]
+pub struct LfuTuning {
+    /// How many accesses it takes to saturate the counter: the higher, the
+    /// slower the logarithmic counter grows.
+    pub log_factor: u32,
+    /// Minutes of inactivity that take one off the counter; 0 never decays.
+    pub decay_minutes: u32,
+}
+
+impl Default for LfuTuning {
+    fn default() -> Self {
+        LfuTuning {
+            log_factor: 10,
+            decay_minutes: 1,
+        }
+    }
+}
+
+/// A stored value with its metadata.
+///
+/// Besides the TTL an entry records when it was last accessed (for
+/// `OBJECT IDLETIME` and LRU eviction) and a logarithmic access counter
+/// (for `OBJECT FREQ` and LFU eviction). Unlike Redis, which keeps one or
+/// the other in a 24-bit field depending on `maxmemory-policy`, both are
+/// always tracked (7 bytes, one aligned word per entry), so switching the
+/// policy at runtime needs no adjustment period.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    /// The value.
+    pub value: Value,
+    /// Absolute expiry time in Unix milliseconds; 0 when the key is persistent.
+    expire_at: u64,
+    /// Last access in Unix seconds; 0 for an entry not stored yet, which the
+    /// keyspace stamps with the time it is stored.
+    access_s: u32,
+    /// Logarithmic access counter, before decay.
+    lfu_count: u8,
+    /// When `lfu_count` was last updated, in Unix minutes modulo 2^16.
+    lfu_minutes: u16,
+}
+
+/// Unix minutes modulo 2^16, the LFU decay clock.
+fn lfu_minutes(now_ms: u64) -> u16 {
+    (now_ms / 60_000) as u16
+}
+
+/// Unix seconds, saturating in the year 2106.
+fn unix_secs(now_ms: u64) -> u32 {
+    u32::try_from(now_ms / 1000).unwrap_or(u32::MAX)
+}
+
+impl Entry {
+    /// A persistent entry, with fresh access metadata once stored.
+    pub fn new(value: Value) -> Self {
+        Entry {
+            value,
+            expire_at: 0,
+            access_s: 0,
+            lfu_count: LFU_INIT_VAL,
+            lfu_minutes: 0,
+        }
+    }
+
+    /// The same entry with absolute expiry `at_ms` (Unix ms), or persistent
+    /// for None.
+    pub fn with_expire(mut self, at_ms: Option<u64>) -> Self {
+        self.expire_at = at_ms.map_or(0, |t| t.max(1));
+        self
+    }
+
+    /// The expiry time in Unix milliseconds, if any.
+    pub fn expire_at(&self) -> Option<u64> {
+        (self.expire_at != 0).then_some(self.expire_at)
+    }
+
+    /// Redis treats a key as expired only once the clock is strictly past
+    /// its expiry time.
+    fn is_expired(&self, now: u64) -> bool {
+        self.expire_at != 0 && now > self.expire_at
+    }
+
+    /// Whole seconds since the key was last accessed (`OBJECT IDLETIME`).
+    pub fn idle_secs(&self, now_ms: u64) -> u64 {
+        u64::from(unix_secs(now_ms).saturating_sub(self.access_s))
+    }
+
+    /// The access counter after the decay due since its last update
+    /// (`OBJECT FREQ`), as Redis's `LFUDecrAndReturn`.
+    pub fn lfu_freq(&self, now_ms: u64, decay_minutes: u32) -> u8 {
+        if decay_minutes == 0 {
+            return self.lfu_count;
+        }
+        let elapsed = lfu_minutes(now_ms).wrapping_sub(self.lfu_minutes);
+        let periods = u32::from(elapsed) / decay_minutes;
+        u8::try_from(u32::from(self.lfu_count).saturating_sub(periods)).unwrap_or(0)
+    }
+
+    /// Records an access: the access time becomes now, and the counter is
+    /// decayed then incremented with probability 1 / ((c - 5) * factor + 1),
+    /// as Redis's `updateLFU` does.
+    fn touch(&mut self, now_ms: u64, tuning: LfuTuning) {
+        self.access_s = unix_secs(now_ms);
+        let mut count = self.lfu_freq(now_ms, tuning.decay_minutes);
+        if count < u8::MAX {
+            let base = f64::from(count.saturating_sub(LFU_INIT_VAL));
+            let p = 1.0 / (base * f64::from(tuning.log_factor) + 1.0);
+            if fastrand::f64() < p {
+                count += 1;
+            }
+        }
+        self.lfu_count = count;
+        self.lfu_minutes = lfu_minutes(now_ms);
+    }
+
+    /// Gives an entry that is about to be stored for the first time its
+    /// access metadata: accessed now, and the counter of the entry it
+    /// replaces (Redis keeps it on overwrite) or [`LFU_INIT_VAL`].
+    fn stamp_new(&mut self, now_ms: u64, replaced: Option<&Entry>, decay_minutes: u32) {
+        if self.access_s != 0 {
+            return;
+        }
+        self.access_s = unix_secs(now_ms).max(1);
+        self.lfu_count = replaced.map_or(LFU_INIT_VAL, |old| old.lfu_freq(now_ms, decay_minutes));
+        self.lfu_minutes = lfu_minutes(now_ms);
+    }
+}
+
+/// Per-shard counters, summed over shards by INFO.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ShardStats {
+    /// Keys removed because their TTL passed (lazily or actively).
+    pub expired_keys: u64,
+    /// Read lookups that found a key.
+    pub keyspace_hits: u64,
+    /// Read lookups that found nothing.
+    pub keyspace_misses: u64,
+}
+
+impl std::ops::AddAssign for ShardStats {
+    fn add_assign(&mut self, o: Self) {
+        self.expired_keys += o.expired_keys;
+        self.keyspace_hits += o.keyspace_hits;
+        self.keyspace_misses += o.keyspace_misses;
+    }
+}
+
+/// One database's slice within a shard.
+#[derive(Default)]
+struct DbTable {
+    keys: Dict<Key, Entry>,
+    /// The keys that have a TTL, for active expiry sampling.
+    volatile: Dict<Key, ()>,
+    /// Where the active expiry cycle resumes its scan of `volatile`.
+    expire_cursor: u64,
+}
+
+impl DbTable {
+    fn remove(&mut self, hash: u64, key: &[u8]) -> Option<Entry> {
+        let (_, entry) = self.keys.remove(hash, key)?;
+        if entry.expire_at != 0 {
+            self.volatile.remove(hash, key);
+        }
+        Some(entry)
+    }
+}
+
+/// Tables taken out of the keyspace by [`Keys::flush_db`]; dropping this
+/// frees them, which for a big database is worth doing on another thread.
+pub struct Flushed {
+    tables: Vec<DbTable>,
+}
+
+impl Flushed {
+    /// Number of keys the flushed tables held.
+    pub fn key_count(&self) -> usize {
+        self.tables.iter().map(|t| t.keys.len()).sum()
+    }
+}
+
+/// A lockable piece of the keyspace: its part of every database, the WATCH
+/// registrations of its keys and its counters.
+pub struct Shard {
+    dbs: Box<[DbTable]>,
+    /// WATCHed keys of this shard: key → (db, flag) for each watching client.
+    watchers: HashMap<Key, Vec<(usize, WatchFlag)>>,
+    stats: ShardStats,
+}
+
+impl Shard {
+    fn new(databases: usize) -> Self {
+        Shard {
+            dbs: (0..databases).map(|_| DbTable::default()).collect(),
+            watchers: HashMap::new(),
+            stats: ShardStats::default(),
+        }
+    }
+
+    /// Marks every client watching `key` in `db` as dirty.
+    fn signal(&self, db: usize, key: &[u8]) {
+        if self.watchers.is_empty() {
+            return;
+        }
+        if let Some(list) = self.watchers.get(key) {
+            for (wdb, flag) in list {
+                if *wdb == db {
+                    flag.store(true, Ordering::Release);
+                }
+            }
+        }
+    }
+
+    /// Marks clients watching, in any of `dbs`, a key that currently exists
+    /// in any of `dbs`, as Redis does for FLUSHDB and SWAPDB.
+    fn signal_existing(&self, dbs: &[usize]) {
+        for (key, list) in &self.watchers {
+            let hash = hash_key(key);
+            if !dbs
+                .iter()
+                .any(|&d| self.dbs[d].keys.contains_key(hash, key))
+            {
+                continue;
+            }
+            for (wdb, flag) in list {
+                if dbs.contains(wdb) {
+                    flag.store(true, Ordering::Release);
+                }
+            }
+        }
+    }
+
+    /// Deletes `key` if its TTL passed; true if it did.
+    fn expire_if_needed(&mut self, db: usize, hash: u64, key: &[u8], now: u64) -> bool {
+        let expired = match self.dbs[db].keys.get(hash, key) {
+            Some(e) => e.is_expired(now),
+            None => return false,
+        };
+        if expired {
+            self.dbs[db].remove(hash, key);
+            self.stats.expired_keys += 1;
+            self.signal(db, key);
+        }
+        expired
+    }
+
+    /// Counters of this shard.
+    pub fn stats(&self) -> ShardStats {
+        self.stats
+    }
+}
+
+/// All databases of the server, as a fixed array of independently locked
+/// shards.
+pub struct Keyspace {
+    shards: Box<[Mutex<Shard>]>,
+    shard_mask: usize,
+    databases: usize,
+    /// Next shard the active expiry cycle visits.
+    expire_shard: AtomicUsize,
+    /// `lfu-log-factor`.
+    lfu_log_factor: AtomicU32,
+    /// `lfu-decay-time`, in minutes.
+    lfu_decay_minutes: AtomicU32,
+}
+
+impl Keyspace {
+    /// A keyspace with `databases` databases over `shards` shards (rounded up
+    /// to a power of two).
+    pub fn new(databases: usize, shards: usize) -> Self {
+        let n = shards.max(1).next_power_of_two();
+        Keyspace {
+            shards: (0..n).map(|_| Mutex::new(Shard::new(databases))).collect(),
+            shard_mask: n - 1,
+            databases,
+            expire_shard: AtomicUsize::new(0),
+            lfu_log_factor: AtomicU32::new(LfuTuning::default().log_factor),
+            lfu_decay_minutes: AtomicU32::new(LfuTuning::default().decay_minutes),
+        }
+    }
+
+    /// The LFU counter's current tuning.
+    pub fn lfu_tuning(&self) -> LfuTuning {
+        LfuTuning {
+            log_factor: self.lfu_log_factor.load(Ordering::Relaxed),
+            decay_minutes: self.lfu_decay_minutes.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Changes the LFU counter's tuning (CONFIG SET lfu-log-factor /
+    /// lfu-decay-time); takes effect for the next accesses.
+    pub fn set_lfu_tuning(&self, t: LfuTuning) {
+        self.lfu_log_factor.store(t.log_factor, Ordering::Relaxed);
+        self.lfu_decay_minutes
+            .store(t.decay_minutes, Ordering::Relaxed);
+    }
+
+    /// Number of logical databases.
+    pub fn databases(&self) -> usize {
+        self.databases
+    }
+
+    /// Number of shards.
+    pub fn shard_count(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// The shard a key hash belongs to. Uses the hash's high bits; the
+    /// tables inside a shard use the low bits.
+    pub fn shard_of_hash(&self, hash: u64) -> usize {
+        (hash >> 40) as usize & self.shard_mask
+    }
+
+    /// The shard `key` belongs to.
+    pub fn shard_of(&self, key: &[u8]) -> usize {
+        self.shard_of_hash(hash_key(key))
+    }
+
+    /// Locks the shards of the given shard indices (any order, duplicates
+    /// allowed), ascending.
+    pub fn lock_shards(&self, mut idx: Vec<usize>) -> Keys<'_> {
+        idx.sort_unstable();
+        idx.dedup();
+        let guards = idx
+            .into_iter()
+            .map(|i| (i, self.shards[i].lock()))
+            .collect();
+        Keys::new(self, guards, false)
+    }
+
+    /// Locks the shards of `keys`, ascending.
+    pub fn lock_keys<'k>(&self, keys: impl IntoIterator<Item = &'k [u8]>) -> Keys<'_> {
+        self.lock_shards(keys.into_iter().map(|k| self.shard_of(k)).collect())
+    }
+
+    /// Locks every shard: the whole keyspace is frozen for this view.
+    pub fn lock_all(&self) -> Keys<'_> {
+        let guards = self
+            .shards
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (i, s.lock()))
+            .collect();
+        Keys::new(self, guards, false)
+    }
+
+    /// A view that locks shards one at a time as they are visited.
+    pub fn lock_dynamic(&self) -> Keys<'_> {
+        Keys::new(self, Vec::new(), true)
+    }
+
+    /// Sums every shard's counters.
+    pub fn stats(&self) -> ShardStats {
+        let mut total = ShardStats::default();
+        for s in self.shards.iter() {
+            total += s.lock().stats;
+        }
+        total
+    }
+
+    /// Zeroes every shard's counters (CONFIG RESETSTAT).
+    pub fn reset_stats(&self) {
+        for s in self.shards.iter() {
+            s.lock().stats = ShardStats::default();
+        }
+    }
+
+    /// Per database: (keys, keys with a TTL), for INFO keyspace.
+    pub fn db_sizes(&self) -> Vec<(usize, usize)> {
+        let mut sizes = vec![(0, 0); self.databases];
+        for s in self.shards.iter() {
+            let s = s.lock();
+            for (db, t) in s.dbs.iter().enumerate() {
+                sizes[db].0 += t.keys.len();
+                sizes[db].1 += t.volatile.len();
+            }
+        }
+        sizes
+    }
+
+    /// One pass of active expiry, like Redis's `activeExpireCycle`: visits
+    /// shards round-robin, in each samples keys with a TTL and deletes the
+    /// expired ones, repeating while more than a quarter of a sample was
+    /// expired, until `budget` is spent. Returns the number of keys deleted.
+    pub fn active_expire_cycle(&self, budget: Duration) -> u64 {
+        const SAMPLE: usize = 20;
+        let start = Instant::now();
+        let mut deleted = 0;
+        for _ in 0..self.shards.len() {
+            let i = self.expire_shard.fetch_add(1, Ordering::Relaxed) & self.shard_mask;
+            let mut shard = self.shards[i].lock();
+            let now = now_ms();
+            for db in 0..self.databases {
+                loop {
+                    let (sampled, expired) = expire_sample(&mut shard, db, SAMPLE, now);
+                    deleted += expired as u64;
+                    if sampled == 0 || expired * 4 <= sampled || start.elapsed() >= budget {
+                        break;
+                    }
+                }
+            }
+            drop(shard);
+            if start.elapsed() >= budget {
+                break;
+            }
+        }
+        deleted
+    }
+}
+
+/// Scans up to about `n` TTL keys of one database in a shard, deleting the
+/// expired ones. Returns (sampled, expired).
+fn expire_sample(shard: &mut Shard, db: usize, n: usize, now: u64) -> (usize, usize) {
+    let table = &mut shard.dbs[db];
+    if table.volatile.is_empty() {
+        return (0, 0);
+    }
+    let mut due: Vec<Key> = Vec::new();
+    let mut sampled = 0;
+    let keys = &table.keys;
+    table.expire_cursor = table.volatile.scan(table.expire_cursor, n, |k, _| {
+        sampled += 1;
+        if keys.get(hash_key(k), k).is_some_and(|e| e.is_expired(now)) {
+            due.push(k.clone());
+        }
+    });
+    for k in &due {
+        table.remove(hash_key(k), k);
+    }
+    shard.stats.expired_keys += due.len() as u64;
+    for k in &due {
+        shard.signal(db, k);
+    }
+    (sampled, due.len())
+}
+
+/// A locked view of the keyspace for one command (or one transaction).
+///
+/// Every method takes the database index, because a transaction may SELECT
+/// another database half-way. The clock is read once when the view is made,
+/// so one command sees one consistent "now" for expiry decisions.
+pub struct Keys<'a> {
+    ks: &'a Keyspace,
+    /// Held guards, sorted by shard index.
+    guards: Vec<(usize, MutexGuard<'a, Shard>)>,
+    dynamic: bool,
+    now: u64,
+    /// Lookups update access metadata (false for a CLIENT NO-TOUCH client).
+    touch: bool,
+}
+
+impl<'a> Keys<'a> {
+    fn new(ks: &'a Keyspace, guards: Vec<(usize, MutexGuard<'a, Shard>)>, dynamic: bool) -> Self {
+        Keys {
+            ks,
+            guards,
+            dynamic,
+            now: now_ms(),
+            touch: true,
+        }
+    }
+
+    /// With `no_touch`, lookups through this view stop updating the keys'
+    /// access time and counter (CLIENT NO-TOUCH); [`Keys::touch`] still does.
+    pub fn set_no_touch(&mut self, no_touch: bool) {
+        self.touch = !no_touch;
+    }
+
+    /// The keyspace this view locks.
+    pub fn keyspace(&self) -> &'a Keyspace {
+        self.ks
+    }
+
+    /// The time this view uses for expiry decisions (Unix ms).
+    pub fn now(&self) -> u64 {
+        self.now
+    }
+
+    /// Re-reads the clock (a transaction does so before each command).
+    pub fn refresh_clock(&mut self) {
+        self.now = now_ms();
+    }
+
+    /// True when every shard is held.
+    pub fn holds_all(&self) -> bool {
+        self.guards.len() == self.ks.shards.len()
+    }
+
+    /// Runs `f` on shard `idx`: the held guard if this view holds it, or
+    /// (dynamic views only) a lock taken just for `f`.
+    ///
+    /// # Panics
+    /// If a non-dynamic view is asked for a shard it did not lock: a command
+    /// whose declared keys miss a key it touches. That is a bug in the
+    /// command table; the server turns the panic into an error reply.
+    pub fn with_shard<R>(&mut self, idx: usize, f: impl FnOnce(&mut Shard) -> R) -> R {
+        if let Some(g) = self.held(idx) {
+            return f(g);
+        }
+        assert!(
+            self.dynamic && self.guards.is_empty(),
+            "shard {idx} was not locked for this command"
+        );
+        let mut g = self.ks.shards[idx].lock();
+        f(&mut g)
+    }
+
+    fn held(&mut self, idx: usize) -> Option<&mut Shard> {
+        if self.holds_all() {
+            return Some(&mut self.guards[idx].1);
+        }
+        let pos = self.guards.binary_search_by_key(&idx, |(i, _)| *i).ok()?;
+        Some(&mut self.guards[pos].1)
+    }
+
+    /// The shard holding `hash`, which this view must have locked.
+    fn shard(&mut self, hash: u64) -> &mut Shard {
+        let idx = self.ks.shard_of_hash(hash);
+        match self.held(idx) {
+            Some(s) => s,
+            None => panic!("shard {idx} was not locked for this command"),
+        }
+    }
+
+    /// The lookup behind every accessor: deletes the key first if expired,
+    /// counts a keyspace hit or miss when `stats`, and records an access when
+    /// `touch`.
+    fn lookup(&mut self, db: usize, key: &[u8], stats: bool, touch: bool) -> Option<&mut Entry> {
+        let hash = hash_key(key);
+        let now = self.now;
+        let tuning = self.ks.lfu_tuning();
+        let shard = self.shard(hash);
+        let entry = if shard.expire_if_needed(db, hash, key, now) {
+            None
+        } else {
+            shard.dbs[db].keys.get_mut(hash, key)
+        };
+        if stats {
+            match entry {
+                Some(_) => shard.stats.keyspace_hits += 1,
+                None => shard.stats.keyspace_misses += 1,
+            }
+        }
+        let entry = entry?;
+        if touch {
+            entry.touch(now, tuning);
+        }
+        Some(entry)
+    }
+
+    /// Looks a key up for writing or metadata: deletes it first if expired
+    /// and records an access (unless the view is no-touch). Does not count
+    /// keyspace hits or misses.
+    pub fn get_mut(&mut self, db: usize, key: &[u8]) -> Option<&mut Entry> {
+        let touch = self.touch;
+        self.lookup(db, key, false, touch)
+    }
+
+    /// Looks a key up for a read command: like [`Keys::get_mut`], and counts
+    /// a keyspace hit or miss.
+    pub fn get_read(&mut self, db: usize, key: &[u8]) -> Option<&mut Entry> {
+        let touch = self.touch;
+        self.lookup(db, key, true, touch)
+    }
+
+    /// Like [`Keys::get_read`] but never records an access, for commands
+    /// that inspect a key without using it (TYPE, EXISTS, TTL, OBJECT: Redis's
+    /// `LOOKUP_NOTOUCH`).
+    pub fn get_read_no_touch(&mut self, db: usize, key: &[u8]) -> Option<&mut Entry> {
+        self.lookup(db, key, true, false)
+    }
+
+    /// A read lookup that always records an access, even for a no-touch
+    /// view (TOUCH). True if the key exists.
+    pub fn touch(&mut self, db: usize, key: &[u8]) -> bool {
+        self.lookup(db, key, true, true).is_some()
+    }
+
+    /// True if `key` exists (and is not expired). Neither counts statistics
+    /// nor records an access.
+    pub fn contains(&mut self, db: usize, key: &[u8]) -> bool {
+        self.lookup(db, key, false, false).is_some()
+    }
+
+    /// Stores `value` under `key`, dropping any TTL; returns the old entry.
+    pub fn set(&mut self, db: usize, key: &[u8], value: Value) -> Option<Entry> {
+        self.set_entry(db, key, Entry::new(value))
+    }
+
+    /// Stores `value` under `key`, keeping an existing TTL.
+    pub fn set_keep_ttl(&mut self, db: usize, key: &[u8], value: Value) -> Option<Entry> {
+        let now = self.now;
+        let decay = self.ks.lfu_tuning().decay_minutes;
+        match self.lookup(db, key, false, false) {
+            Some(e) => {
+                let mut fresh = Entry::new(value).with_expire(e.expire_at());
+                fresh.stamp_new(now, Some(e), decay);
+                Some(std::mem::replace(e, fresh))
+            }
+            None => self.set_entry(db, key, Entry::new(value)),
+        }
+    }
+
+    /// Stores a whole entry (value and TTL) under `key`; returns the old one.
+    /// An entry made with [`Entry::new`] counts as accessed now and inherits
+    /// the access counter of the entry it replaces; one taken out of the
+    /// keyspace (RENAME, MOVE) keeps its metadata.
+    pub fn set_entry(&mut self, db: usize, key: &[u8], mut entry: Entry) -> Option<Entry> {
+        let hash = hash_key(key);
+        let now = self.now;
+        let decay = self.ks.lfu_tuning().decay_minutes;
+        let shard = self.shard(hash);
+        shard.expire_if_needed(db, hash, key, now);
+        let table = &mut shard.dbs[db];
+        let new_ttl = entry.expire_at != 0;
+        let old = match table.keys.get_mut(hash, key) {
+            Some(slot) => {
+                entry.stamp_new(now, Some(slot), decay);
+                Some(std::mem::replace(slot, entry))
+            }
+            None => {
+                entry.stamp_new(now, None, decay);
+                table.keys.insert(hash, key.into(), entry);
+                None
+            }
+        };
+        let old_ttl = old.as_ref().is_some_and(|e| e.expire_at != 0);
+        if new_ttl && !old_ttl {
+            table.volatile.insert(hash, key.into(), ());
+        } else if old_ttl && !new_ttl {
+            table.volatile.remove(hash, key);
+        }
+        old
+    }
+
+    /// Deletes `key`; returns its entry if it existed (and was not expired).
+    pub fn remove(&mut self, db: usize, key: &[u8]) -> Option<Entry> {
+        let hash = hash_key(key);
+        let now = self.now;
+        let shard = self.shard(hash);
+        if shard.expire_if_needed(db, hash, key, now) {
+            return None;
+        }
+        shard.dbs[db].remove(hash, key)
+    }
+
+    /// Sets the absolute expiry (Unix ms) of an existing key; false if the
+    /// key does not exist. Not an access to the key.
+    pub fn set_expire(&mut self, db: usize, key: &[u8], at_ms: u64) -> bool {
+        let hash = hash_key(key);
+        let Some(e) = self.lookup(db, key, false, false) else {
+            return false;
+        };
+        let had = e.expire_at != 0;
+        e.expire_at = at_ms.max(1);
+        if !had {
+            self.shard(hash).dbs[db]
+                .volatile
+                .insert(hash, key.into(), ());
+        }
+        true
+    }
+
+    /// Removes the TTL of `key`; true if it had one. Not an access to the key.
+    pub fn persist(&mut self, db: usize, key: &[u8]) -> bool {
+        let hash = hash_key(key);
+        let Some(e) = self.lookup(db, key, false, false) else {
+            return false;
+        };
+        if e.expire_at == 0 {
+            return false;
+        }
+        e.expire_at = 0;
+        self.shard(hash).dbs[db].volatile.remove(hash, key);
+        true
+    }
+
+    /// True if `key` exists and its TTL has passed, without deleting it
+    /// (EXEC checks watched keys this way).
+    pub fn is_logically_expired(&mut self, db: usize, key: &[u8]) -> bool {
+        let hash = hash_key(key);
+        let now = self.now;
+        self.shard(hash).dbs[db]
+            .keys
+            .get(hash, key)
+            .is_some_and(|e| e.is_expired(now))
+    }
+
+    /// Tells clients WATCHing `key` in `db` that it changed.
+    pub fn signal_modified(&mut self, db: usize, key: &[u8]) {
+        let hash = hash_key(key);
+        self.shard(hash).signal(db, key);
+    }
+
+    /// Registers `flag` to be set when `key` in `db` is modified.
+    pub fn watch(&mut self, db: usize, key: &[u8], flag: &WatchFlag) {
+        let hash = hash_key(key);
+        let list = self.shard(hash).watchers.entry(key.into()).or_default();
+        if !list.iter().any(|(d, f)| *d == db && Arc::ptr_eq(f, flag)) {
+            list.push((db, flag.clone()));
+        }
+    }
+
+    /// Removes a registration made by [`Keys::watch`].
+    pub fn unwatch(&mut self, db: usize, key: &[u8], flag: &WatchFlag) {
+        let hash = hash_key(key);
+        let watchers = &mut self.shard(hash).watchers;
+        if let Some(list) = watchers.get_mut(key) {
+            list.retain(|(d, f)| !(*d == db && Arc::ptr_eq(f, flag)));
+            if list.is_empty() {
+                watchers.remove(key);
+            }
+        }
+    }
+
+    /// Moves `key` from database `src` to `dst` (MOVE); false if it is
+    /// missing in `src` or already present in `dst`.
+    pub fn move_key(&mut self, src: usize, dst: usize, key: &[u8]) -> bool {
+        if !self.contains(src, key) || self.contains(dst, key) {
+            return false;
+        }
+        let entry = self.remove(src, key).expect("checked above");
+        self.set_entry(dst, key, entry);
+        true
+    }
+
+    /// Number of keys in `db` (including expired keys not yet reclaimed, as
+    /// Redis's DBSIZE does).
+    pub fn db_len(&mut self, db: usize) -> usize {
+        (0..self.ks.shard_count())
+            .map(|i| self.with_shard(i, |s| s.dbs[db].keys.len()))
+            .sum()
+    }
+
+    /// Calls `f` for every live key of `db` (KEYS). Expired keys are skipped.
+    pub fn for_each_key(&mut self, db: usize, mut f: impl FnMut(&[u8], &Entry)) {
+        let now = self.now;
+        for i in 0..self.ks.shard_count() {
+            self.with_shard(i, |s| {
+                for (k, e) in s.dbs[db].keys.iter() {
+                    if !e.is_expired(now) {
+                        f(k, e);
+                    }
+                }
+            });
+        }
+    }
+
+    /// One step of SCAN over `db`. The cursor packs the shard index in its
+    /// low bits and the shard table's own cursor above them. Returns the
+    /// next cursor (0 when done). Expired keys are skipped (and deleted).
+    pub fn scan(
+        &mut self,
+        db: usize,
+        cursor: u64,
+        count: usize,
+        mut f: impl FnMut(&[u8], &Entry),
+    ) -> u64 {
+        let bits = self.ks.shard_count().trailing_zeros();
+        let mut shard = (cursor & self.ks.shard_mask as u64) as usize;
+        let mut inner = cursor >> bits;
+        let mut emitted = 0;
+        let now = self.now;
+        while emitted < count.max(1) {
+            let mut expired = Vec::new();
+            inner = self.with_shard(shard, |s| {
+                let table = &s.dbs[db];
+                let next = table.keys.scan(inner, count.max(1) - emitted, |k, e| {
+                    if e.is_expired(now) {
+                        expired.push(k.clone());
+                    } else {
+                        emitted += 1;
+                        f(k, e);
+                    }
+                });
+                for k in &expired {
+                    s.expire_if_needed(db, hash_key(k), k, now);
+                }
+                next
+            });
+            if inner == 0 {
+                shard += 1;
+                if shard == self.ks.shard_count() {
+                    return 0;
+                }
+            }
+        }
+        (inner << bits) | shard as u64
+    }
+
+    /// A random live key of `db`, or None if it is empty. Needs every shard
+    /// locked (RANDOMKEY is declared that way) so the choice of shard can be
+    /// weighted by size.
+    pub fn random_key(&mut self, db: usize, rng: &mut fastrand::Rng) -> Option<Key> {
+        // Bounded retries over expired keys, as Redis bounds RANDOMKEY's.
+        for _ in 0..100 {
+            let total = self.db_len(db);
+            if total == 0 {
+                return None;
+            }
+            let mut pick = rng.usize(..total);
+            let mut chosen = None;
+            for i in 0..self.ks.shard_count() {
+                let len = self.with_shard(i, |s| s.dbs[db].keys.len());
+                if pick < len {
+                    chosen = Some(i);
+                    break;
+                }
+                pick -= len;
+            }
+            let idx = chosen?;
+            let key = self.with_shard(idx, |s| {
+                s.dbs[db].keys.random_entry(rng).map(|(k, _)| k.clone())
+            })?;
+            if self.contains(db, &key) {
+                return Some(key);
+            }
+        }
+        None
+    }
+
+    /// Empties `db` (FLUSHDB), telling watchers of existing keys. Returns the
+    /// removed tables so the caller can free them off the request path.
+    pub fn flush_db(&mut self, db: usize) -> Flushed {
+        let mut tables = Vec::new();
+        for i in 0..self.ks.shard_count() {
+            self.with_shard(i, |s| {
+                s.signal_existing(&[db]);
+                tables.push(std::mem::take(&mut s.dbs[db]));
+            });
+        }
+        Flushed { tables }
+    }
+
+    /// Swaps two databases (SWAPDB), telling watchers of keys that exist in
+    /// either.
+    pub fn swap_db(&mut self, a: usize, b: usize) {
+        for i in 0..self.ks.shard_count() {
+            self.with_shard(i, |s| {
+                s.signal_existing(&[a, b]);
+                s.dbs.swap(a, b);
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::StrValue;
+
+    fn s(v: &[u8]) -> Value {
+        Value::Str(StrValue::from_bytes(v))
+    }
+
+    #[test]
+    fn set_get_remove() {
+        let ks = Keyspace::new(16, 8);
+        let mut k = ks.lock_keys([&b"a"[..]]);
+        assert!(k.set(0, b"a", s(b"1")).is_none());
+        assert_eq!(k.get_read(0, b"a").unwrap().value, s(b"1"));
+        assert!(k.get_read(1, b"a").is_none());
+        assert!(k.remove(0, b"a").is_some());
+        assert!(k.get_read(0, b"a").is_none());
+        drop(k);
+        let st = ks.stats();
+        assert_eq!((st.keyspace_hits, st.keyspace_misses), (1, 2));
+    }
+
+    #[test]
+    fn expired_keys_vanish_lazily_and_count() {
+        let ks = Keyspace::new(16, 8);
+        let mut k = ks.lock_keys([&b"a"[..]]);
+        k.set(0, b"a", s(b"1"));
+        assert!(k.set_expire(0, b"a", 1));
+        assert_eq!(ks_sizes_locked(&mut k), 1);
+        assert!(k.get_read(0, b"a").is_none());
+        drop(k);
+        assert_eq!(ks.stats().expired_keys, 1);
+        assert_eq!(ks.db_sizes()[0], (0, 0));
+    }
+
+    fn ks_sizes_locked(k: &mut Keys) -> usize {
+        let h = hash_key(b"a");
+        let idx = k.ks.shard_of_hash(h);
+        k.with_shard(idx, |s| s.dbs[0].volatile.len())
+    }
+
+    #[test]
+    fn active_expiry_removes_expired_keys() {
+        let ks = Keyspace::new(2, 4);
+        let keys: Vec<Vec<u8>> = (0..500).map(|i| format!("k{i}").into_bytes()).collect();
+        let mut k = ks.lock_all();
+        for key in &keys {
+            k.set(1, key, s(b"v"));
+            k.set_expire(1, key, 1);
+        }
+        k.set(1, b"keep", s(b"v"));
+        drop(k);
+        let mut total = 0;
+        for _ in 0..100 {
+            total += ks.active_expire_cycle(Duration::from_millis(50));
+            if total == 500 {
+                break;
+            }
+        }
+        assert_eq!(total, 500);
+        assert_eq!(ks.db_sizes()[1], (1, 0));
+    }
+
+    #[test]
+    fn watch_flags_fire_on_modification_flush_and_expiry() {
+        let ks = Keyspace::new(16, 8);
+        let flag: WatchFlag = Arc::default();
+        let mut k = ks.lock_all();
+        k.watch(0, b"w", &flag);
+        k.signal_modified(1, b"w");
+        assert!(!flag.load(Ordering::Acquire));
+        k.signal_modified(0, b"w");
+        assert!(flag.load(Ordering::Acquire));
+        flag.store(false, Ordering::Release);
+        k.flush_db(0);
+        assert!(
+            !flag.load(Ordering::Acquire),
+            "flush of a db without the key does not fire"
+        );
+        k.set(0, b"w", s(b"1"));
+        k.flush_db(0);
+        assert!(flag.load(Ordering::Acquire));
+        flag.store(false, Ordering::Release);
+        k.set(0, b"w", s(b"1"));
+        k.set_expire(0, b"w", 1);
+        assert!(!k.contains(0, b"w"));
+        assert!(flag.load(Ordering::Acquire));
+        k.unwatch(0, b"w", &flag);
+        flag.store(false, Ordering::Release);
+        k.signal_modified(0, b"w");
+        assert!(!flag.load(Ordering::Acquire));
+    }
+
+    #[test]
+    fn scan_visits_every_key_across_shards() {
+        let ks = Keyspace::new(1, 16);
+        let mut k = ks.lock_all();
+        for i in 0..1000 {
+            k.set(0, format!("key:{i}").as_bytes(), s(b"x"));
+        }
+        drop(k);
+        let mut seen = std::collections::HashSet::new();
+        let mut cursor = 0;
+        loop {
+            let mut k = ks.lock_dynamic();
+            cursor = k.scan(0, cursor, 10, |key, _| {
+                seen.insert(key.to_vec());
+            });
+            if cursor == 0 {
+                break;
+            }
+        }
+        assert_eq!(seen.len(), 1000);
+    }
+
+    #[test]
+    fn access_metadata_of_new_and_overwritten_keys() {
+        let ks = Keyspace::new(2, 4);
+        let mut k = ks.lock_all();
+        let now = k.now();
+        k.set(0, b"a", s(b"1"));
+        let e = k.get_read_no_touch(0, b"a").unwrap();
+        assert_eq!(e.lfu_freq(now, 1), LFU_INIT_VAL);
+        assert_eq!(e.idle_secs(now), 0);
+        assert_eq!(e.idle_secs(now + 5_000), 5);
+        // One decay period per `decay_minutes` without access.
+        assert_eq!(e.lfu_freq(now + 3 * 60_000, 1), LFU_INIT_VAL - 3);
+        assert_eq!(e.lfu_freq(now + 3 * 60_000, 0), LFU_INIT_VAL);
+        assert_eq!(e.lfu_freq(now + 100 * 60_000, 1), 0);
+        // With a log factor of 0 every access increments the counter. (One
+        // view, so one clock reading: no decay can sneak in.)
+        ks.set_lfu_tuning(LfuTuning {
+            log_factor: 0,
+            decay_minutes: 1,
+        });
+        for _ in 0..3 {
+            assert!(k.get_read(0, b"a").is_some());
+        }
+        assert!(k.touch(0, b"a"));
+        k.get_mut(0, b"a");
+        assert!(k.contains(0, b"a"));
+        k.get_read_no_touch(0, b"a");
+        assert_eq!(
+            k.get_read_no_touch(0, b"a").unwrap().lfu_freq(now, 1),
+            LFU_INIT_VAL + 5
+        );
+        // An overwrite keeps the counter; a deleted and recreated key starts over.
+        k.set(0, b"a", s(b"2"));
+        k.set_keep_ttl(0, b"a", s(b"3"));
+        assert_eq!(
+            k.get_read_no_touch(0, b"a").unwrap().lfu_freq(now, 1),
+            LFU_INIT_VAL + 5
+        );
+        k.remove(0, b"a");
+        k.set(0, b"a", s(b"4"));
+        assert_eq!(
+            k.get_read_no_touch(0, b"a").unwrap().lfu_freq(now, 1),
+            LFU_INIT_VAL
+        );
+        // A moved entry keeps its metadata.
+        k.get_read(0, b"a");
+        assert!(k.move_key(0, 1, b"a"));
+        assert_eq!(
+            k.get_read_no_touch(1, b"a").unwrap().lfu_freq(now, 1),
+            LFU_INIT_VAL + 1
+        );
+        // A no-touch view leaves the counter alone, except for TOUCH.
+        k.set_no_touch(true);
+        k.get_read(1, b"a");
+        k.get_mut(1, b"a");
+        assert_eq!(
+            k.get_read_no_touch(1, b"a").unwrap().lfu_freq(now, 1),
+            LFU_INIT_VAL + 1
+        );
+        k.touch(1, b"a");
+        assert_eq!(
+            k.get_read_no_touch(1, b"a").unwrap().lfu_freq(now, 1),
+            LFU_INIT_VAL + 2
+        );
+    }
+
+    #[test]
+    fn counter_saturates_and_flush_reports_keys() {
+        let ks = Keyspace::new(1, 2);
+        ks.set_lfu_tuning(LfuTuning {
+            log_factor: 0,
+            decay_minutes: 0,
+        });
+        let mut k = ks.lock_all();
+        k.set(0, b"a", s(b"1"));
+        k.set_entry(0, b"b", Entry::new(s(b"2")).with_expire(Some(u64::MAX)));
+        for _ in 0..300 {
+            k.get_read(0, b"a");
+        }
+        let now = k.now();
+        assert_eq!(
+            k.get_read_no_touch(0, b"a").unwrap().lfu_freq(now, 0),
+            u8::MAX
+        );
+        assert_eq!(
+            k.get_read_no_touch(0, b"b").unwrap().expire_at(),
+            Some(u64::MAX)
+        );
+        assert_eq!(k.flush_db(0).key_count(), 2);
+        assert_eq!(k.db_len(0), 0);
+        drop(k);
+        assert_eq!(ks.db_sizes()[0], (0, 0));
+    }
+
+    #[test]
+    fn swap_and_move() {
+        let ks = Keyspace::new(4, 8);
+        let mut k = ks.lock_all();
+        k.set(0, b"a", s(b"1"));
+        assert!(k.move_key(0, 2, b"a"));
+        assert!(!k.move_key(0, 2, b"a"));
+        k.swap_db(2, 3);
+        assert!(k.contains(3, b"a"));
+        assert_eq!(k.db_len(3), 1);
+        let mut rng = fastrand::Rng::with_seed(1);
+        assert_eq!(k.random_key(3, &mut rng).as_deref(), Some(&b"a"[..]));
+        assert_eq!(k.random_key(0, &mut rng), None);
+    }
+}

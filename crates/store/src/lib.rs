@@ -1,0 +1,15 @@
+//! The Vireo keyspace: databases split into independently locked shards, the
+//! value types with their encodings, expiry and the key-pattern matcher.
+//!
+//! Nothing here does networking. The server crate locks the shards a command
+//! needs (through [`keyspace::Keyspace`]) and then reads and writes values
+//! through the resulting [`keyspace::Keys`] view.
+
+pub mod clock;
+pub mod dict;
+pub mod glob;
+pub mod keyspace;
+pub mod value;
+
+pub use keyspace::{Entry, Key, Keys, Keyspace, ShardStats};
+pub use value::{StrValue, Value};

@@ -1,0 +1,184 @@
+//! Values stored under keys and their encodings.
+//!
+//! Each Redis type is one variant of [`Value`]; a type's compact and scalable
+//! encodings live inside its own module, so `OBJECT ENCODING` can report the
+//! same names Redis 7.0 reports.
+
+use vireo_resp::number::parse_i64;
+
+/// Longest string Redis stores as `embstr`; longer ones are `raw`.
+const EMBSTR_MAX_LEN: usize = 44;
+
+/// The value held by a key.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    /// A Redis string (also what INCR and friends operate on).
+    Str(StrValue),
+}
+
+impl Value {
+    /// The type name TYPE and `SCAN ... TYPE` use.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Str(_) => "string",
+        }
+    }
+
+    /// The encoding name `OBJECT ENCODING` reports.
+    pub fn encoding_name(&self) -> &'static str {
+        match self {
+            Value::Str(s) => s.encoding_name(),
+        }
+    }
+
+    /// Heap bytes owned by the value, for `MEMORY USAGE`.
+    pub fn heap_bytes(&self) -> usize {
+        match self {
+            Value::Str(s) => s.heap_bytes(),
+        }
+    }
+}
+
+/// A string value: integers that print back identically are kept as `i64`
+/// (Redis's `int` encoding), everything else as bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StrValue {
+    /// A string that is the canonical decimal form of this integer.
+    Int(i64),
+    /// Any other byte string. `raw` is true once the string was modified in
+    /// place (APPEND, SETRANGE), which Redis reports as `raw` whatever its
+    /// length.
+    Bytes { data: Vec<u8>, raw: bool },
+}
+
+impl StrValue {
+    /// Stores `b` with the most compact encoding that round-trips exactly.
+    pub fn from_bytes(b: &[u8]) -> Self {
+        match parse_i64(b) {
+            Some(n) => StrValue::Int(n),
+            None => StrValue::Bytes {
+                data: b.to_vec(),
+                raw: false,
+            },
+        }
+    }
+
+    /// Wraps an owned buffer, choosing the integer encoding when it fits.
+    pub fn from_vec(data: Vec<u8>) -> Self {
+        match parse_i64(&data) {
+            Some(n) => StrValue::Int(n),
+            None => StrValue::Bytes { data, raw: false },
+        }
+    }
+
+    /// The string's bytes; integers are formatted into `scratch`.
+    pub fn as_bytes<'a>(&'a self, scratch: &'a mut itoa::Buffer) -> &'a [u8] {
+        match self {
+            StrValue::Int(n) => scratch.format(*n).as_bytes(),
+            StrValue::Bytes { data, .. } => data,
+        }
+    }
+
+    /// Copies the string's bytes out.
+    pub fn to_vec(&self) -> Vec<u8> {
+        self.as_bytes(&mut itoa::Buffer::new()).to_vec()
+    }
+
+    /// Length in bytes of the string form (STRLEN).
+    pub fn len(&self) -> usize {
+        match self {
+            StrValue::Int(n) => itoa::Buffer::new().format(*n).len(),
+            StrValue::Bytes { data, .. } => data.len(),
+        }
+    }
+
+    /// True for the empty string.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The value as an integer when its string form is a valid integer
+    /// (the check INCR and friends make).
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            StrValue::Int(n) => Some(*n),
+            StrValue::Bytes { data, .. } => parse_i64(data),
+        }
+    }
+
+    /// Mutable bytes for in-place edits (APPEND, SETRANGE); turns an
+    /// integer into its bytes and marks the string `raw` as Redis does.
+    pub fn bytes_mut(&mut self) -> &mut Vec<u8> {
+        if let StrValue::Int(n) = *self {
+            *self = StrValue::Bytes {
+                data: itoa::Buffer::new().format(n).as_bytes().to_vec(),
+                raw: true,
+            };
+        }
+        match self {
+            StrValue::Bytes { data, raw } => {
+                *raw = true;
+                data
+            }
+            StrValue::Int(_) => unreachable!("converted above"),
+        }
+    }
+
+    /// `int`, `embstr` or `raw`, as `OBJECT ENCODING` prints them.
+    pub fn encoding_name(&self) -> &'static str {
+        match self {
+            StrValue::Int(_) => "int",
+            StrValue::Bytes { data, raw } if !raw && data.len() <= EMBSTR_MAX_LEN => "embstr",
+            StrValue::Bytes { .. } => "raw",
+        }
+    }
+
+    /// Heap bytes owned by the string.
+    pub fn heap_bytes(&self) -> usize {
+        match self {
+            StrValue::Int(_) => 0,
+            StrValue::Bytes { data, .. } => data.capacity(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_are_stored_as_int_only_when_canonical() {
+        assert_eq!(StrValue::from_bytes(b"123"), StrValue::Int(123));
+        assert_eq!(StrValue::from_bytes(b"-9"), StrValue::Int(-9));
+        assert!(matches!(
+            StrValue::from_bytes(b"0123"),
+            StrValue::Bytes { .. }
+        ));
+        assert!(matches!(
+            StrValue::from_bytes(b"+1"),
+            StrValue::Bytes { .. }
+        ));
+        assert!(matches!(
+            StrValue::from_bytes(b" 1"),
+            StrValue::Bytes { .. }
+        ));
+    }
+
+    #[test]
+    fn encodings_match_redis_names() {
+        assert_eq!(StrValue::from_bytes(b"42").encoding_name(), "int");
+        assert_eq!(StrValue::from_bytes(b"hello").encoding_name(), "embstr");
+        assert_eq!(StrValue::from_bytes(&[b'x'; 45]).encoding_name(), "raw");
+        let mut s = StrValue::from_bytes(b"7");
+        s.bytes_mut().push(b'x');
+        assert_eq!(s.encoding_name(), "raw");
+        assert_eq!(s.to_vec(), b"7x");
+    }
+
+    #[test]
+    fn len_and_int_view() {
+        assert_eq!(StrValue::Int(-120).len(), 4);
+        assert_eq!(StrValue::from_bytes(b"abc").as_i64(), None);
+        assert_eq!(StrValue::from_bytes(b"-5").as_i64(), Some(-5));
+    }
+}
