@@ -87,10 +87,6 @@ impl InputBuf {
         }
     }
 
-    fn data(&self) -> &[u8] {
-        &self.buf[self.start..self.end]
-    }
-
     fn len(&self) -> usize {
         self.end - self.start
     }

@@ -83,6 +83,7 @@ pub fn run(server: &Server, session: &mut Session, out: &mut ReplyBuf, args: Arg
         out,
         keys,
         dirty: 0,
+        ready: Vec::new(),
     };
     if ctx.session.reply_mode == ReplyMode::SkipNext {
         ctx.session.reply_mode = ReplyMode::Skipping;

@@ -1,129 +1,16 @@
-//! Differential test: the same seeded random command sequences go to Vireo
-//! and to a real `redis-server` (Debian's 7.0.15, which `.ci/run` installs),
-//! and the raw RESP replies must be byte-for-byte equal.
-//!
-//! Replies whose exact value legitimately differs between two servers (TTLs
-//! counting down, unordered KEYS output) are normalised first; everything
-//! else, including every error string, must match exactly.
+//! Differential test of the string, keyspace, expiry and transaction
+//! commands against a real redis-server (see `common/diff.rs`).
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
-/// Sequences per run and commands per sequence (raise with env vars for a
-/// longer soak: VIREO_DIFF_SEQS, VIREO_DIFF_LEN).
-fn sizes() -> (u64, usize) {
-    let seqs = std::env::var("VIREO_DIFF_SEQS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(40);
-    let len = std::env::var("VIREO_DIFF_LEN")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(300);
-    (seqs, len)
-}
-
-struct Redis {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_redis() -> Redis {
-    let port = common::free_port();
-    let child = Command::new("redis-server")
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("redis-server must be installed for the differential test (apt-get install redis-server)");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return Redis { child, port };
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!("redis-server did not start");
-}
-
-/// A raw RESP connection that returns each reply's exact bytes.
-struct Raw {
-    w: TcpStream,
-    r: BufReader<TcpStream>,
-}
-
-impl Raw {
-    fn connect(port: u16) -> Raw {
-        let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        Raw {
-            w: s.try_clone().unwrap(),
-            r: BufReader::new(s),
-        }
-    }
-
-    fn send(&mut self, args: &[Vec<u8>]) -> Vec<u8> {
-        let mut b = format!("*{}\r\n", args.len()).into_bytes();
-        for a in args {
-            b.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-            b.extend_from_slice(a);
-            b.extend_from_slice(b"\r\n");
-        }
-        self.w.write_all(&b).unwrap();
-        let mut out = Vec::new();
-        self.read_value(&mut out);
-        out
-    }
-
-    fn line(&mut self, out: &mut Vec<u8>) -> Vec<u8> {
-        let mut l = Vec::new();
-        self.r.read_until(b'\n', &mut l).expect("read reply");
-        assert!(
-            l.ends_with(b"\r\n"),
-            "truncated reply line {:?}",
-            String::from_utf8_lossy(&l)
-        );
-        out.extend_from_slice(&l);
-        l.truncate(l.len() - 2);
-        l
-    }
-
-    fn read_value(&mut self, out: &mut Vec<u8>) {
-        let l = self.line(out);
-        let n: i64 = std::str::from_utf8(&l[1..])
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0);
-        match l[0] {
-            b'$' | b'=' | b'!' if n >= 0 => {
-                let mut body = vec![0u8; n as usize + 2];
-                std::io::Read::read_exact(&mut self.r, &mut body).unwrap();
-                out.extend_from_slice(&body);
-            }
-            b'*' | b'~' | b'>' if n > 0 => (0..n).for_each(|_| self.read_value(out)),
-            b'%' | b'|' if n > 0 => (0..2 * n).for_each(|_| self.read_value(out)),
-            _ => {}
-        }
-    }
-}
+use common::diff;
 
 /// Keys, fields and values are drawn from small pools so commands collide.
-struct Gen {
-    rng: fastrand::Rng,
+struct Gen<'r> {
+    rng: &'r mut fastrand::Rng,
 }
 
-impl Gen {
+impl Gen<'_> {
     fn key(&mut self) -> Vec<u8> {
         format!("k{}", self.rng.u8(..8)).into_bytes()
     }
@@ -242,98 +129,15 @@ impl Gen {
         };
         c
     }
-
-    /// A command or, sometimes, a transaction around a few of them.
-    fn step(&mut self) -> Vec<Vec<Vec<u8>>> {
-        if self.rng.u8(..12) == 0 {
-            let mut t = vec![vec![b"MULTI".to_vec()]];
-            for _ in 0..self.rng.usize(1..5) {
-                let c = self.command();
-                // KEYS order is unspecified; it is only normalised at top level.
-                if !c[0].eq_ignore_ascii_case(b"KEYS") {
-                    t.push(c);
-                }
-            }
-            t.push(vec![if self.rng.u8(..6) == 0 {
-                b"DISCARD".to_vec()
-            } else {
-                b"EXEC".to_vec()
-            }]);
-            t
-        } else {
-            vec![self.command()]
-        }
-    }
-}
-
-/// Replaces what may legitimately differ: positive TTLs (time passes
-/// between the two servers) and the order of KEYS results.
-fn normalise(cmd: &[Vec<u8>], reply: Vec<u8>) -> Vec<u8> {
-    let name = String::from_utf8_lossy(&cmd[0]).to_ascii_uppercase();
-    match name.as_str() {
-        "TTL" | "PTTL" | "EXPIRETIME" | "PEXPIRETIME"
-            if reply.starts_with(b":") && !reply.starts_with(b":-") =>
-        {
-            b":<positive>\r\n".to_vec()
-        }
-        "KEYS" => {
-            let text = String::from_utf8_lossy(&reply).into_owned();
-            let mut lines: Vec<&str> = text.split("\r\n").collect();
-            if lines.len() > 2 {
-                let head = lines.remove(0);
-                let mut items: Vec<String> = lines
-                    .chunks(2)
-                    .filter(|c| c.len() == 2)
-                    .map(|c| format!("{}\r\n{}", c[0], c[1]))
-                    .collect();
-                items.sort();
-                return format!("{head}\r\n{}\r\n", items.join("\r\n")).into_bytes();
-            }
-            reply
-        }
-        _ => reply,
-    }
-}
-
-fn show(args: &[Vec<u8>]) -> String {
-    args.iter()
-        .map(|a| String::from_utf8_lossy(a).into_owned())
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 #[test]
 fn random_sequences_match_redis() {
-    let redis = start_redis();
-    let vireo = common::Server::start(&[]);
-    let mut a = Raw::connect(vireo.port);
-    let mut b = Raw::connect(redis.port);
-    let (seqs, len) = sizes();
-    for seed in 0..seqs {
-        for c in [&mut a, &mut b] {
-            c.send(&[b"SELECT".to_vec(), b"0".to_vec()]);
-            c.send(&[b"FLUSHALL".to_vec()]);
+    diff::run(|rng| {
+        if rng.u8(..12) == 0 {
+            diff::transaction(rng, |r| Gen { rng: r }.command())
+        } else {
+            vec![Gen { rng }.command()]
         }
-        let mut gen = Gen {
-            rng: fastrand::Rng::with_seed(seed),
-        };
-        let mut history = Vec::new();
-        let mut done = 0;
-        while done < len {
-            for cmd in gen.step() {
-                done += 1;
-                let ra = normalise(&cmd, a.send(&cmd));
-                let rb = normalise(&cmd, b.send(&cmd));
-                history.push(show(&cmd));
-                assert!(
-                    ra == rb,
-                    "seed {seed}, step {done}: `{}`\n vireo: {:?}\n redis: {:?}\n last commands:\n  {}",
-                    show(&cmd),
-                    String::from_utf8_lossy(&ra),
-                    String::from_utf8_lossy(&rb),
-                    history[history.len().saturating_sub(15)..].join("\n  ")
-                );
-            }
-        }
-    }
+    });
 }

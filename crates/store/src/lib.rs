@@ -8,8 +8,12 @@
 pub mod clock;
 pub mod dict;
 pub mod glob;
+pub mod hash;
 pub mod keyspace;
+pub mod list;
+pub mod set;
 pub mod value;
+pub mod zset;
 
 pub use keyspace::{Entry, Key, Keys, Keyspace, ShardStats};
 pub use value::{StrValue, Value};

@@ -14,6 +14,14 @@ const EMBSTR_MAX_LEN: usize = 44;
 pub enum Value {
     /// A Redis string (also what INCR and friends operate on).
     Str(StrValue),
+    /// A list (`listpack` when small, `quicklist` when large).
+    List(crate::list::List),
+    /// A hash (`listpack` or `hashtable`).
+    Hash(crate::hash::Hash),
+    /// A set (`intset`, `listpack` or `hashtable`).
+    Set(crate::set::Set),
+    /// A sorted set (`listpack` or `skiplist`).
+    ZSet(crate::zset::ZSet),
 }
 
 impl Value {
@@ -21,6 +29,10 @@ impl Value {
     pub fn type_name(&self) -> &'static str {
         match self {
             Value::Str(_) => "string",
+            Value::List(_) => "list",
+            Value::Hash(_) => "hash",
+            Value::Set(_) => "set",
+            Value::ZSet(_) => "zset",
         }
     }
 
@@ -28,6 +40,10 @@ impl Value {
     pub fn encoding_name(&self) -> &'static str {
         match self {
             Value::Str(s) => s.encoding_name(),
+            Value::List(v) => v.encoding_name(),
+            Value::Hash(v) => v.encoding_name(),
+            Value::Set(v) => v.encoding_name(),
+            Value::ZSet(v) => v.encoding_name(),
         }
     }
 
@@ -35,6 +51,10 @@ impl Value {
     pub fn heap_bytes(&self) -> usize {
         match self {
             Value::Str(s) => s.heap_bytes(),
+            Value::List(v) => v.heap_bytes(),
+            Value::Hash(v) => v.heap_bytes(),
+            Value::Set(v) => v.heap_bytes(),
+            Value::ZSet(v) => v.heap_bytes(),
         }
     }
 }

@@ -321,6 +321,9 @@ pub struct Ctx<'a> {
     pub db: usize,
     /// Changes made, for `rdb_changes_since_last_save`.
     pub dirty: u64,
+    /// Keys that received elements clients may be blocked waiting for
+    /// (Redis's `signalKeyAsReady`), as (db, key).
+    pub ready: Vec<(usize, Box<[u8]>)>,
 }
 
 impl Ctx<'_> {
@@ -329,6 +332,15 @@ impl Ctx<'_> {
     pub fn modified(&mut self, key: &[u8]) {
         self.keys.signal_modified(self.db, key);
         self.dirty += 1;
+    }
+
+    /// Records that `key` received elements (LPUSH, ZADD, …), so clients
+    /// blocked on it get served once this command finishes.
+    pub fn signal_ready(&mut self, key: &[u8]) {
+        let db = self.db;
+        if !self.ready.iter().any(|(d, k)| *d == db && &k[..] == key) {
+            self.ready.push((db, key.into()));
+        }
     }
 
     /// Parses an integer argument, replying Redis's error if it is not one.

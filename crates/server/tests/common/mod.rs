@@ -2,6 +2,8 @@
 //! free port and connect to it with the `redis` crate.
 #![allow(dead_code)]
 
+pub mod diff;
+
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
