@@ -11,6 +11,7 @@ pub mod config;
 pub mod connection;
 pub mod docs;
 pub mod expire;
+pub mod function;
 pub mod info;
 pub mod keys;
 pub mod multi;
@@ -245,6 +246,7 @@ impl Table {
             config::COMMANDS,
             connection::COMMANDS,
             expire::COMMANDS,
+            function::COMMANDS,
             info::COMMANDS,
             keys::COMMANDS,
             multi::COMMANDS,
