@@ -45,6 +45,17 @@ pub fn run(server: &Server, session: &mut Session, out: &mut ReplyBuf, args: Arg
         );
         return Outcome::Done;
     }
+    if let Some(msg) = oom_rejection(server, session, cmd) {
+        if spec.name == "exec" {
+            // Redis's execCommandAbort: the whole transaction is dropped.
+            crate::cmd::multi::discard_transaction(server, session);
+            let msg = format!("EXECABORT Transaction discarded because of: {msg}");
+            reject(server, session, out, Some(cmd), &msg);
+        } else {
+            reject(server, session, out, Some(cmd), msg);
+        }
+        return Outcome::Done;
+    }
     if session.in_multi()
         && !matches!(
             spec.name,
@@ -175,6 +186,24 @@ fn reject(
 
 fn stats_of<'s>(server: &'s Server, session: &Session, cmd: CmdRef) -> &'s crate::server::CmdStat {
     &server.worker_stats[session.shared.worker].per_command[cmd.id]
+}
+
+/// Under `maxmemory`, commands that may grow memory are refused while
+/// usage is over the limit (EXEC when any queued command would be), as
+/// Redis does under `noeviction`.
+fn oom_rejection(server: &Server, session: &Session, cmd: CmdRef) -> Option<&'static str> {
+    let limit = server.config.hot.maxmemory.load(Ordering::Relaxed);
+    if limit == 0 {
+        return None;
+    }
+    let grows = cmd.spec.has(flags::DENYOOM)
+        || (cmd.spec.name == "exec"
+            && session
+                .multi
+                .as_ref()
+                .is_some_and(|m| m.queue.iter().any(|(c, _)| c.spec.has(flags::DENYOOM))));
+    (grows && crate::alloc::used_memory() as u64 > limit)
+        .then_some("OOM command not allowed when used memory > 'maxmemory'.")
 }
 
 /// CLIENT PAUSE WRITE holds back commands that may write; PAUSE ALL holds

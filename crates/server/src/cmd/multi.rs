@@ -182,6 +182,13 @@ pub fn unwatch_all(server: &Server, session: &mut Session) {
     unwatch_in(&mut keys, session);
 }
 
+/// Drops an open transaction and its WATCHes outside any command (EXEC
+/// refused before it runs).
+pub fn discard_transaction(server: &Server, session: &mut Session) {
+    leave_multi(session);
+    unwatch_all(server, session);
+}
+
 /// Discards an open transaction and its WATCHes (RESET).
 pub fn reset(keys: &mut Keys<'_>, session: &mut Session) {
     leave_multi(session);
