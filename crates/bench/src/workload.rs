@@ -90,10 +90,10 @@ impl fmt::Display for KeyPattern {
 pub struct Zipf {
     n: f64,
     s: f64,
-    /// `H(1.5) - 1`: the upper end of the sampled interval (H is decreasing
-    /// in the orientation used here because the range is walked from n+½).
+    /// `H(1.5) - h(1)`: one end of the interval sampled uniformly; its
+    /// inverse image covers rank 1 (the hat's area for rank 1 is `h(1)`).
     h_x1: f64,
-    /// `H(n + 0.5)`: the lower end.
+    /// `H(n + 0.5)`: the other end, the hat's area up to rank n.
     h_n: f64,
     /// Acceptance shortcut: `k - x ≤ shortcut` always accepts.
     shortcut: f64,
