@@ -369,7 +369,14 @@ static PARAMS: &[Param] = &[
     p("hz", int(0, I32), "10"),
     p("dynamic-hz", B, "yes"),
     p("active-expire-effort", int(1, 10), "1"),
-    fixed("io-threads", int(0, 128), "0"),
+    // `--threads N` is Vireo's own spelling of the worker count.
+    Param {
+        name: "io-threads",
+        aliases: &["threads"],
+        kind: int(0, 128),
+        default: "0",
+        mutable: false,
+    },
     fixed("io-threads-do-reads", B, "no"),
     // Active defragmentation and allocator.
     p("activedefrag", B, "no"),
