@@ -23,6 +23,8 @@ pub mod cflags {
     /// Subscribed to at least one channel or pattern (CLIENT LIST `TYPE
     /// pubsub`); set by the pub/sub commands.
     pub const PUBSUB: u8 = 1 << 6;
+    /// Blocked: waiting for keys, or held back by CLIENT PAUSE.
+    pub const BLOCKED: u8 = 1 << 7;
 }
 
 /// The part of a client other threads may read or act on. Written by the
@@ -129,6 +131,7 @@ impl ClientShared {
             (has(cflags::MONITOR), 'O'),
             (has(cflags::PUBSUB), 'P'),
             (has(cflags::MULTI), 'x'),
+            (has(cflags::BLOCKED), 'b'),
             (has(cflags::CLOSE_AFTER_REPLY), 'c'),
             (self.killed.load(Ordering::Relaxed), 'A'),
             (has(cflags::UNIX), 'U'),
@@ -183,6 +186,10 @@ impl ClientShared {
 pub struct ClientRegistry {
     clients: Mutex<BTreeMap<u64, Arc<ClientShared>>>,
     next_id: AtomicU64,
+    /// Connections counted against `maxclients`: registered clients plus
+    /// accepted ones still on their way to a worker (the registry alone
+    /// would let a burst of connections through before any is added).
+    slots: AtomicUsize,
 }
 
 impl ClientRegistry {
@@ -196,9 +203,30 @@ impl ClientRegistry {
         self.clients.lock().insert(c.id, c);
     }
 
-    /// Removes a client on disconnect.
+    /// Claims a `maxclients` slot for a just-accepted connection; false
+    /// when all `max` are taken. The slot is given back by [`Self::remove`]
+    /// once the client is gone, or by [`Self::release`] if it never gets
+    /// added.
+    pub fn try_reserve(&self, max: usize) -> bool {
+        self.slots
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .is_ok()
+    }
+
+    /// Gives back a slot whose connection was never added.
+    pub fn release(&self) {
+        let _ = self
+            .slots
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+    }
+
+    /// Removes a client on disconnect, freeing its `maxclients` slot.
     pub fn remove(&self, id: u64) {
-        self.clients.lock().remove(&id);
+        if self.clients.lock().remove(&id).is_some() {
+            self.release();
+        }
     }
 
     /// Number of connected clients.

@@ -12,15 +12,17 @@ use mio::net::{TcpStream, UnixStream};
 use mio::{Interest, Registry, Token};
 use vireo_resp::{ParseLimits, Parser, Protocol, ReplyBuf};
 
+use crate::blocking::Waiter;
+use crate::client::cflags;
 use crate::dispatch::{self, Outcome};
-use crate::server::{Server, WorkerStats};
+use crate::server::{bump, Server, WorkerStats};
 use crate::session::Session;
 
 /// Bytes read per `read` call, Redis's PROTO_IOBUF_LEN.
 const READ_CHUNK: usize = 16 * 1024;
 /// Reads per readiness event before other clients get a turn.
 const READS_PER_TURN: usize = 16;
-/// An idle input buffer larger than this is shrunk back.
+/// An idle input or output buffer larger than this is shrunk back.
 const IDLE_BUFFER_MAX: usize = 64 * 1024;
 
 /// A TCP or unix-domain client socket.
@@ -129,7 +131,8 @@ impl InputBuf {
 /// Why a connection is being closed.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Close {
-    /// The peer closed or the socket failed.
+    /// Close at once, discarding pending output: the peer closed, the
+    /// socket failed, or the client was killed (CLIENT KILL, output limit).
     Gone,
     /// We decided to close (QUIT, protocol error, limits, kill).
     Done,
@@ -144,8 +147,6 @@ pub struct Conn {
     pub session: Session,
     /// Input is held back by CLIENT PAUSE.
     pub paused: bool,
-    /// When the output buffer first went over the soft limit.
-    soft_limit_since: Option<Instant>,
 }
 
 impl Conn {
@@ -158,7 +159,6 @@ impl Conn {
             out: ReplyBuf::new(Protocol::Resp2),
             session,
             paused: false,
-            soft_limit_since: None,
         }
     }
 
@@ -169,14 +169,18 @@ impl Conn {
             if self.session.close_after_reply || self.paused {
                 return Ok(false);
             }
-            let want = self.parser.bytes_wanted().clamp(READ_CHUNK, 1024 * 1024);
+            // Room for a large bulk being received, but never more than the
+            // client already sent (nor 1 MiB): a declared length alone must
+            // not make us allocate (and touch) memory.
+            let cap = self.input.len().clamp(READ_CHUNK, 1024 * 1024);
+            let want = self.parser.bytes_wanted().clamp(READ_CHUNK, cap);
             let space = self.input.space(want);
             match self.stream.read(space) {
                 Ok(0) => return Err(Close::Gone),
                 Ok(n) => {
                     self.input.end += n;
-                    stats.net_input_bytes.fetch_add(n as u64, Ordering::Relaxed);
-                    stats.reads_processed.fetch_add(1, Ordering::Relaxed);
+                    bump(&stats.net_input_bytes, n as u64);
+                    bump(&stats.reads_processed, 1);
                     self.process_input(server)?;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
@@ -194,25 +198,43 @@ impl Conn {
     pub fn process_input(&mut self, server: &Server) -> Result<(), Close> {
         let limits = ParseLimits {
             max_bulk_len: server.config.hot.proto_max_bulk_len.load(Ordering::Relaxed) as usize,
+            // Redis 7.0 accepts any multibulk count up to INT_MAX; memory
+            // still follows the bytes received (the parser reserves little).
+            max_multibulk_len: i32::MAX as usize,
             ..ParseLimits::default()
         };
         let mut consumed = 0;
         let data = &self.input.buf[self.input.start..self.input.end];
-        while !self.session.close_after_reply {
+        // A killed client (CLIENT KILL, output buffer limit) runs nothing more.
+        // A blocked client's input waits for its command to complete.
+        while !self.session.close_after_reply
+            && !self.session.shared.killed.load(Ordering::Relaxed)
+            && self.session.blocked.is_none()
+        {
             let rest = &data[consumed..];
             if rest.is_empty() {
                 break;
             }
+            // Until AUTH succeeds, Redis caps multibulk counts at 10 and bulk
+            // lengths at 16 KiB, so an unauthenticated peer cannot make the
+            // server buffer much.
+            self.parser.set_unauthenticated(!self.session.authenticated);
             match self.parser.parse(rest, &limits) {
                 Ok(Some(n)) => {
                     let args = self.parser.args(rest);
                     if !args.is_empty() {
-                        if dispatch::run(server, &mut self.session, &mut self.out, args)
-                            == Outcome::Postponed
-                        {
-                            self.paused = true;
-                            self.parser.reset();
-                            break;
+                        match dispatch::run(server, &mut self.session, &mut self.out, args) {
+                            Outcome::Done => {}
+                            Outcome::Postponed => {
+                                self.paused = true;
+                                self.session.shared.set_flag(cflags::BLOCKED, true);
+                                self.parser.reset();
+                                break;
+                            }
+                            Outcome::Blocked => {
+                                consumed += n;
+                                break;
+                            }
                         }
                     }
                     consumed += n;
@@ -227,6 +249,9 @@ impl Conn {
             }
         }
         self.input.consume(consumed);
+        if self.session.shared.killed.load(Ordering::Relaxed) {
+            return Err(Close::Gone);
+        }
         let limit = server
             .config
             .hot
@@ -260,15 +285,17 @@ impl Conn {
                 Ok(0) => return Err(Close::Gone),
                 Ok(n) => {
                     self.out.consume(n);
-                    stats
-                        .net_output_bytes
-                        .fetch_add(n as u64, Ordering::Relaxed);
-                    stats.writes_processed.fetch_add(1, Ordering::Relaxed);
+                    bump(&stats.net_output_bytes, n as u64);
+                    bump(&stats.writes_processed, 1);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(_) => return Err(Close::Gone),
             }
+        }
+        if self.out.is_empty() && self.out.capacity() > IDLE_BUFFER_MAX {
+            // Give back the memory of big replies once they are sent.
+            self.out.shrink_to(READ_CHUNK);
         }
         self.session
             .shared
@@ -280,32 +307,79 @@ impl Conn {
         Ok(())
     }
 
-    /// Enforces `client-output-buffer-limit` for normal clients: past the
-    /// hard limit, or over the soft limit for longer than its seconds, the
-    /// client is dropped, as Redis does.
-    pub fn output_over_limit(&mut self, server: &Server) -> bool {
-        // MONITOR clients are "normal" for this purpose in Redis too.
-        let lim = &server.config.hot.client_output_buffer_limits[0];
-        let hard = lim.hard.load(Ordering::Relaxed) as usize;
-        let soft = lim.soft.load(Ordering::Relaxed) as usize;
-        let soft_secs = lim.soft_seconds.load(Ordering::Relaxed);
-        let used = self.out.len();
-        if hard > 0 && used >= hard {
-            return true;
-        }
-        if soft > 0 && used >= soft {
-            let since = *self.soft_limit_since.get_or_insert_with(Instant::now);
-            if since.elapsed().as_secs() >= soft_secs {
-                return true;
+    /// True while a command of this connection waits for keys.
+    pub fn is_blocked(&self) -> bool {
+        self.session.blocked.is_some()
+    }
+
+    /// Completes the command blocked on `waiter` with `reply`; false if
+    /// that is not this connection's current wait.
+    pub fn finish_blocked(
+        &mut self,
+        server: &Server,
+        waiter: &Arc<Waiter>,
+        reply: &[u8],
+        failed: bool,
+    ) -> bool {
+        match self.session.blocked.take() {
+            Some(b) if Arc::ptr_eq(&b.waiter, waiter) => {
+                dispatch::finish_blocked(
+                    server,
+                    &mut self.session,
+                    &mut self.out,
+                    b,
+                    reply,
+                    failed,
+                );
+                true
             }
-        } else {
-            self.soft_limit_since = None;
+            other => {
+                self.session.blocked = other;
+                false
+            }
         }
-        false
     }
 
     /// Shared view of this client, for the registry.
     pub fn shared(&self) -> &Arc<crate::client::ClientShared> {
         &self.session.shared
     }
+}
+
+/// Enforces `client-output-buffer-limit` for normal clients (MONITOR ones
+/// included, as in Redis) with `used` bytes of pending output: past the hard
+/// limit, or over the soft limit for longer than its seconds, the client is
+/// flagged to be closed at once, counted and logged, like Redis's
+/// `closeClientOnOutputBufferLimitReached`. Returns true while the client is
+/// flagged (for any reason, CLIENT KILL included): its replies are to be
+/// dropped and the connection closed without flushing.
+pub fn output_limit_reached(server: &Server, session: &mut Session, used: usize) -> bool {
+    let shared = &session.shared;
+    if shared.killed.load(Ordering::Relaxed) {
+        return true;
+    }
+    let lim = &server.config.hot.client_output_buffer_limits[0];
+    let hard = lim.hard.load(Ordering::Relaxed) as usize;
+    let soft = lim.soft.load(Ordering::Relaxed) as usize;
+    let over = if hard > 0 && used >= hard {
+        true
+    } else if soft > 0 && used >= soft {
+        let since = *session.obuf_soft_since.get_or_insert_with(Instant::now);
+        since.elapsed().as_secs() > lim.soft_seconds.load(Ordering::Relaxed)
+    } else {
+        session.obuf_soft_since = None;
+        false
+    };
+    if over {
+        tracing::warn!(
+            client = session.id,
+            "client scheduled to be closed ASAP for overcoming of output buffer limits"
+        );
+        server
+            .stats
+            .client_output_buffer_limit_disconnections
+            .fetch_add(1, Ordering::Relaxed);
+        shared.killed.store(true, Ordering::Relaxed);
+    }
+    over
 }

@@ -11,9 +11,9 @@ use vireo_resp::{Args, ReplyBuf};
 use vireo_store::clock::now_us;
 use vireo_store::Keys;
 
-use crate::cmd::{flags, table, CmdRef, Ctx, KeySpec};
+use crate::cmd::{flags, key_range, table, CmdRef, Ctx, KeySpec};
 use crate::metrics::hist_bucket;
-use crate::server::{Server, SlowlogEntry};
+use crate::server::{bump, Server, SlowlogEntry};
 use crate::session::{ReplyMode, Session};
 
 /// What happened to a command.
@@ -23,6 +23,9 @@ pub enum Outcome {
     Done,
     /// Held back by CLIENT PAUSE: run it again later.
     Postponed,
+    /// Waiting for keys (BLPOP …): its reply comes later, and the client's
+    /// further input waits for it.
+    Blocked,
 }
 
 /// Handles one command from a client.
@@ -95,16 +98,33 @@ pub fn run(server: &Server, session: &mut Session, out: &mut ReplyBuf, args: Arg
         keys,
         dirty: 0,
         ready: Vec::new(),
+        deny_blocking: false,
     };
     if ctx.session.reply_mode == ReplyMode::SkipNext {
         ctx.session.reply_mode = ReplyMode::Skipping;
     }
-    let mark = ctx.out.len();
+    // A logical mark (stable across socket writes), not a length: earlier
+    // pipelined replies may still be pending when CLIENT REPLY drops this one.
+    let mark = ctx.out.mark();
     call(&mut ctx, cmd, args);
-    let dirty = ctx.dirty;
+    // Clients blocked on keys this command filled are served before
+    // anything else runs, under the same locks.
+    let deferred = if ctx.ready.is_empty() {
+        Vec::new()
+    } else {
+        crate::blocking::serve_ready(server, &mut ctx.keys, &mut ctx.ready, &mut ctx.dirty)
+    };
+    let mut dirty = ctx.dirty;
     drop(ctx);
+    if !deferred.is_empty() {
+        dirty += crate::blocking::serve_deferred(server, deferred);
+    }
     if dirty > 0 {
-        server.dirty.fetch_add(dirty, Ordering::Relaxed);
+        crate::server::bump(&server.worker_stats[session.shared.worker].dirty, dirty);
+    }
+    if session.blocked.is_some() {
+        // CLIENT REPLY applies to the reply that ends the wait.
+        return Outcome::Blocked;
     }
     match session.reply_mode {
         ReplyMode::Off => out.truncate(mark),
@@ -234,12 +254,14 @@ fn is_paused_for(server: &Server, session: &Session, cmd: CmdRef) -> bool {
 fn lock_for<'a>(server: &'a Server, session: &Session, cmd: CmdRef, args: Args<'_>) -> Keys<'a> {
     let ks = &server.keyspace;
     match cmd.spec.keys {
-        KeySpec::None => ks.lock_shards(Vec::new()),
+        KeySpec::None => ks.lock_shards([]),
         KeySpec::All => ks.lock_all(),
         KeySpec::Dynamic => ks.lock_dynamic(),
-        KeySpec::Range { .. } | KeySpec::Custom { .. } => {
-            let idx = cmd.spec.key_indices(args);
-            ks.lock_shards(idx.into_iter().map(|i| ks.shard_of(args.get(i))).collect())
+        KeySpec::Range { first, last, step } => ks.lock_shards(
+            key_range(args.len(), first, last, step).map(|i| ks.shard_of(args.get(i))),
+        ),
+        KeySpec::Custom { find, .. } => {
+            ks.lock_shards(find(args).into_iter().map(|i| ks.shard_of(args.get(i))))
         }
         KeySpec::Queued => {
             let mut shards: Vec<usize> = session
@@ -278,7 +300,10 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: CmdRef, args: Args<'_>) {
     let spec = cmd.spec;
     let server = ctx.server;
     ctx.session.shared.set_last_cmd(spec);
-    let mark = ctx.out.len();
+    // `mark` rolls the reply back (logical position, see ReplyBuf::mark);
+    // `reply_at` is where it starts among the pending bytes.
+    let mark = ctx.out.mark();
+    let reply_at = ctx.out.len();
     let start = Instant::now();
     let result = catch_unwind(AssertUnwindSafe(|| (spec.handler)(ctx, args)));
     let elapsed_us = start.elapsed().as_micros() as u64;
@@ -290,14 +315,22 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: CmdRef, args: Args<'_>) {
         ctx.out.truncate(mark);
         ctx.out
             .error("ERR internal error while executing the command");
+        // A command that failed does not stay blocked.
+        crate::blocking::abandon(server, ctx.session);
     }
+    // A command that blocked gets its latency and slow log entry when it
+    // completes ([`finish_blocked`]).
+    let blocked = ctx.session.blocked.as_mut().map(|b| {
+        b.cmd = Some(cmd);
+        b.exec_us = elapsed_us;
+    });
     let wstats = &server.worker_stats[ctx.session.shared.worker];
-    wstats.commands.fetch_add(1, Ordering::Relaxed);
+    bump(&wstats.commands, 1);
     let st = &wstats.per_command[cmd.id];
-    st.calls.fetch_add(1, Ordering::Relaxed);
-    st.usec.fetch_add(elapsed_us, Ordering::Relaxed);
-    if server.config.hot.latency_tracking.load(Ordering::Relaxed) {
-        st.latency[hist_bucket(elapsed_us)].fetch_add(1, Ordering::Relaxed);
+    bump(&st.calls, 1);
+    bump(&st.usec, elapsed_us);
+    if blocked.is_none() && server.config.hot.latency_tracking.load(Ordering::Relaxed) {
+        bump(&st.latency[hist_bucket(elapsed_us)], 1);
     }
     let event = if spec.has(flags::FAST) {
         "fast-command"
@@ -313,12 +346,18 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: CmdRef, args: Args<'_>) {
         .metrics
         .latency
         .sample_if_needed(threshold, event, elapsed_us / 1000);
-    if ctx.out.as_bytes().get(mark) == Some(&b'-') {
-        st.failed.fetch_add(1, Ordering::Relaxed);
-        server.count_error(&ctx.out.as_bytes()[mark..]);
+    if ctx.out.as_bytes().get(reply_at) == Some(&b'-') {
+        bump(&st.failed, 1);
+        server.count_error(&ctx.out.as_bytes()[reply_at..]);
+    }
+    // Redis stops buffering replies for a client past its output buffer
+    // limit (it is closed ASAP): dropping this reply keeps a pipeline or an
+    // EXEC of big replies from growing memory past the limit.
+    if crate::conn::output_limit_reached(server, ctx.session, ctx.out.len()) {
+        ctx.out.truncate(mark);
     }
     ctx.session.shared.db.store(ctx.db, Ordering::Relaxed);
-    if !spec.has(flags::SKIP_SLOWLOG) {
+    if blocked.is_none() && !spec.has(flags::SKIP_SLOWLOG) {
         slowlog_maybe_push(server, ctx.session, args, elapsed_us);
     }
     if server.monitor_count.load(Ordering::Relaxed) > 0
@@ -326,6 +365,42 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: CmdRef, args: Args<'_>) {
         && !spec.has(flags::ADMIN)
     {
         feed_monitors(server, ctx.session, ctx.db, args);
+    }
+}
+
+/// Completes a command that waited for keys once its reply is known
+/// (served, timed out, or CLIENT UNBLOCK): the reply goes out unless CLIENT
+/// REPLY says otherwise, and the statistics Redis records at unblocking
+/// (errors, latency, slow log) are. `failed` counts it as failed even
+/// without an error reply.
+pub fn finish_blocked(
+    server: &Server,
+    session: &mut Session,
+    out: &mut ReplyBuf,
+    blocked: crate::blocking::Blocked,
+    reply: &[u8],
+    failed: bool,
+) {
+    if let Some(cmd) = blocked.cmd {
+        let st = stats_of(server, session, cmd);
+        let is_error = reply.first() == Some(&b'-');
+        if is_error {
+            server.count_error(reply);
+        }
+        if is_error || failed {
+            bump(&st.failed, 1);
+        }
+        if server.config.hot.latency_tracking.load(Ordering::Relaxed) {
+            bump(&st.latency[hist_bucket(blocked.exec_us)], 1);
+        }
+        if !cmd.spec.has(flags::SKIP_SLOWLOG) {
+            slowlog_maybe_push(server, session, blocked.args.as_args(), blocked.exec_us);
+        }
+    }
+    match session.reply_mode {
+        ReplyMode::Off => {}
+        ReplyMode::Skipping => session.reply_mode = ReplyMode::On,
+        ReplyMode::On | ReplyMode::SkipNext => out.raw(reply),
     }
 }
 
@@ -399,8 +474,10 @@ fn feed_monitors(server: &Server, session: &Session, db: usize, args: Args<'_>) 
     }
 }
 
-/// Cleans up after a client disconnects: WATCH registrations, MONITOR.
+/// Cleans up after a client disconnects: WATCH registrations, MONITOR, a
+/// wait for keys.
 pub fn on_disconnect(server: &Server, session: &mut Session) {
+    crate::blocking::abandon(server, session);
     crate::cmd::multi::unwatch_all(server, session);
     crate::cmd::client::stop_monitor(server, session);
 }

@@ -3,6 +3,7 @@
 //! background jobs. See `shared/DESIGN.md` for the architecture.
 
 pub mod alloc;
+pub mod blocking;
 pub mod client;
 pub mod cmd;
 pub mod config;

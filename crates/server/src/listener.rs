@@ -196,7 +196,9 @@ fn hand_out(
         .total_connections_received
         .fetch_add(1, Ordering::Relaxed);
     let maxclients = server.config.hot.maxclients.load(Ordering::Relaxed) as usize;
-    if server.clients.len() >= maxclients {
+    // The slot is claimed here, not when a worker adopts the connection, so
+    // a burst of connections cannot overshoot the limit.
+    if !server.clients.try_reserve(maxclients) {
         // Best effort, as Redis: the socket is fresh, so this fits its buffer.
         let _ = stream.write(b"-ERR max number of clients reached\r\n");
         server

@@ -32,10 +32,23 @@ pub struct CmdStat {
     pub latency: [AtomicU64; HIST_BUCKETS],
 }
 
+/// Adds `n` to a counter that only one thread writes. A plain load and
+/// store is enough (readers on other threads see a recent value) and avoids
+/// the locked read-modify-write a `fetch_add` costs on every command.
+#[inline]
+pub fn bump(counter: &AtomicU64, n: u64) {
+    counter.store(
+        counter.load(Ordering::Relaxed).wrapping_add(n),
+        Ordering::Relaxed,
+    );
+}
+
 /// Counters owned by one worker thread: written only by it (so they never
 /// bounce between cores), summed by INFO.
 pub struct WorkerStats {
     pub commands: AtomicU64,
+    /// Keyspace changes made by this worker's clients.
+    pub dirty: AtomicU64,
     pub net_input_bytes: AtomicU64,
     pub net_output_bytes: AtomicU64,
     /// Socket reads that returned data (INFO `total_reads_processed`).
@@ -50,6 +63,7 @@ impl WorkerStats {
     fn new() -> Self {
         WorkerStats {
             commands: AtomicU64::new(0),
+            dirty: AtomicU64::new(0),
             net_input_bytes: AtomicU64::new(0),
             net_output_bytes: AtomicU64::new(0),
             reads_processed: AtomicU64::new(0),
@@ -130,10 +144,15 @@ impl Pause {
     }
 }
 
+/// Keyspace shards (a power of two).
+const SHARDS: usize = 1024;
+
 /// Everything the threads share.
 pub struct Server {
     pub config: Config,
     pub keyspace: Keyspace,
+    /// Clients blocked on keys (BLPOP and friends).
+    pub blocking: crate::blocking::Registry,
     pub clients: ClientRegistry,
     pub stats: GlobalStats,
     pub worker_stats: Vec<Arc<WorkerStats>>,
@@ -145,8 +164,9 @@ pub struct Server {
     pub monitors: Mutex<Vec<(usize, u64)>>,
     /// Fast check for the common case of no monitors.
     pub monitor_count: AtomicUsize,
-    /// Changes since the last save (INFO persistence).
-    pub dirty: AtomicU64,
+    /// Sum of the workers' change counters at the last save; the changes
+    /// since then are [`Server::dirty`].
+    pub dirty_at_last_save: AtomicU64,
     pub lastsave_s: AtomicU64,
     /// Set when the server is stopping.
     pub shutting_down: AtomicBool,
@@ -167,7 +187,8 @@ impl Server {
         let databases = config.databases();
         let now = now_ms();
         Server {
-            keyspace: Keyspace::new(databases, 1024),
+            blocking: crate::blocking::Registry::new(SHARDS),
+            keyspace: Keyspace::new(databases, SHARDS),
             config,
             clients: ClientRegistry::default(),
             stats: GlobalStats::default(),
@@ -177,7 +198,7 @@ impl Server {
             pause: Pause::default(),
             monitors: Mutex::new(Vec::new()),
             monitor_count: AtomicUsize::new(0),
-            dirty: AtomicU64::new(0),
+            dirty_at_last_save: AtomicU64::new(0),
             lastsave_s: AtomicU64::new(now / 1000),
             shutting_down: AtomicBool::new(false),
             started: Instant::now(),
@@ -239,6 +260,16 @@ impl Server {
         if let Some(w) = self.workers.get().and_then(|ws| ws.get(worker)) {
             w.send(msg);
         }
+    }
+
+    /// Changes since the last save (`rdb_changes_since_last_save`).
+    pub fn dirty(&self) -> u64 {
+        let total: u64 = self
+            .worker_stats
+            .iter()
+            .map(|w| w.dirty.load(Ordering::Relaxed))
+            .sum();
+        total.saturating_sub(self.dirty_at_last_save.load(Ordering::Relaxed))
     }
 
     /// Seconds since start.

@@ -2,6 +2,7 @@
 //! `client` struct that is not I/O).
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use vireo_resp::OwnedArgs;
 use vireo_store::keyspace::WatchFlag;
@@ -59,6 +60,12 @@ pub struct Session {
     pub no_touch: bool,
     /// This connection is a MONITOR.
     pub monitor: bool,
+    /// The command waiting for keys (BLPOP …); input is not executed
+    /// meanwhile.
+    pub blocked: Option<crate::blocking::Blocked>,
+    /// When the output buffer went over the soft `client-output-buffer-limit`
+    /// (None while under it).
+    pub obuf_soft_since: Option<Instant>,
     /// What other threads may read or ask of this client.
     pub shared: Arc<ClientShared>,
 }
@@ -79,6 +86,8 @@ impl Session {
             no_evict: false,
             no_touch: false,
             monitor: false,
+            blocked: None,
+            obuf_soft_since: None,
             shared,
         }
     }

@@ -4,6 +4,7 @@
 //! Other threads talk to a worker only through its [`WorkerHandle`]: a
 //! message queue plus a `mio::Waker`.
 
+use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,7 +14,8 @@ use parking_lot::Mutex;
 use slab::Slab;
 use vireo_store::clock::now_ms;
 
-use crate::client::ClientShared;
+use crate::blocking::Waiter;
+use crate::client::{cflags, ClientShared};
 use crate::conn::{Close, Conn, Stream};
 use crate::server::Server;
 use crate::session::Session;
@@ -36,6 +38,13 @@ pub enum Msg {
     Kill(u64),
     /// Append these bytes to a client's output (MONITOR feed).
     Output(u64, Vec<u8>),
+    /// A blocked client's wait was ended by another thread (served by a
+    /// push, CLIENT UNBLOCK): write its reply and resume its input.
+    Unblocked {
+        waiter: Arc<Waiter>,
+        reply: Vec<u8>,
+        failed: bool,
+    },
     /// Just look around (shutdown, unpause).
     Wake,
 }
@@ -81,6 +90,9 @@ struct Worker {
     more_input: Vec<usize>,
     /// client id → slab index, for messages addressed by id.
     by_id: std::collections::HashMap<u64, usize>,
+    /// Deadlines of blocked clients, as (Unix ms, client id); entries of
+    /// clients no longer blocked are dropped when reached.
+    deadlines: BTreeSet<(u64, u64)>,
 }
 
 /// Runs worker `id`'s event loop until the server shuts down.
@@ -92,15 +104,21 @@ pub fn run(id: usize, server: Arc<Server>, poll: Poll) {
         conns: Slab::new(),
         more_input: Vec::new(),
         by_id: Default::default(),
+        deadlines: BTreeSet::new(),
     };
     let mut events = Events::with_capacity(1024);
     let mut last_tick = Instant::now();
     loop {
-        let timeout = if w.more_input.is_empty() {
+        let mut timeout = if w.more_input.is_empty() {
             TICK.saturating_sub(last_tick.elapsed())
         } else {
             Duration::ZERO
         };
+        if let Some(&(deadline, _)) = w.deadlines.first() {
+            // A wait times out once the clock is past its deadline.
+            let ms = (deadline + 1).saturating_sub(now_ms());
+            timeout = timeout.min(Duration::from_millis(ms));
+        }
         if let Err(e) = w.poll.poll(&mut events, Some(timeout)) {
             if e.kind() != std::io::ErrorKind::Interrupted {
                 tracing::error!("worker {id}: poll failed: {e}");
@@ -122,6 +140,7 @@ pub fn run(id: usize, server: Arc<Server>, poll: Poll) {
         for idx in std::mem::take(&mut w.more_input) {
             w.on_readable(idx);
         }
+        w.expire_blocked();
         if last_tick.elapsed() >= TICK {
             last_tick = Instant::now();
             w.tick();
@@ -160,6 +179,15 @@ impl Worker {
                         self.flush(idx);
                     }
                 }
+                Msg::Unblocked {
+                    waiter,
+                    reply,
+                    failed,
+                } => {
+                    if let Some(&idx) = self.by_id.get(&waiter.client.id) {
+                        self.unblocked(idx, &waiter, &reply, failed);
+                    }
+                }
                 Msg::Wake => {}
             }
         }
@@ -172,6 +200,8 @@ impl Worker {
         let entry = self.conns.vacant_entry();
         let idx = entry.key();
         if stream.register(self.poll.registry(), Token(idx)).is_err() {
+            // Its maxclients slot was claimed by the acceptor.
+            server.clients.release();
             return;
         }
         let authenticated = server.config.requirepass().is_none();
@@ -201,6 +231,63 @@ impl Worker {
                 return self.close(idx);
             }
         }
+        self.track_deadline(idx);
+        self.flush(idx);
+    }
+
+    /// Remembers the deadline of a connection that just blocked.
+    fn track_deadline(&mut self, idx: usize) {
+        let Some(conn) = self.conns.get(idx) else {
+            return;
+        };
+        if let Some(b) = &conn.session.blocked {
+            if b.waiter.deadline_ms != 0 {
+                self.deadlines
+                    .insert((b.waiter.deadline_ms, conn.session.id));
+            }
+        }
+    }
+
+    /// Times out the blocked clients whose deadline passed.
+    fn expire_blocked(&mut self) {
+        let now = now_ms();
+        while let Some(&(deadline, id)) = self.deadlines.first() {
+            if deadline >= now {
+                break;
+            }
+            self.deadlines.pop_first();
+            let Some(&idx) = self.by_id.get(&id) else {
+                continue;
+            };
+            let Some(conn) = self.conns.get(idx) else {
+                continue;
+            };
+            let Some(b) = &conn.session.blocked else {
+                continue;
+            };
+            let waiter = b.waiter.clone();
+            if let Some(reply) = crate::blocking::expire(&self.server, &conn.session, now) {
+                self.unblocked(idx, &waiter, &reply, false);
+            }
+        }
+    }
+
+    /// Completes a blocked command with `reply`, then runs the input that
+    /// waited behind it.
+    fn unblocked(&mut self, idx: usize, waiter: &Arc<Waiter>, reply: &[u8], failed: bool) {
+        let server = self.server.clone();
+        let Some(conn) = self.conns.get_mut(idx) else {
+            return;
+        };
+        if !conn.finish_blocked(&server, waiter, reply, failed) {
+            return;
+        }
+        match conn.process_input(&server) {
+            Ok(()) if !conn.paused && !conn.is_blocked() => self.more_input.push(idx),
+            Ok(()) => {}
+            Err(_) => return self.close(idx),
+        }
+        self.track_deadline(idx);
         self.flush(idx);
     }
 
@@ -209,18 +296,12 @@ impl Worker {
         let Some(conn) = self.conns.get_mut(idx) else {
             return;
         };
-        if conn.flush(&server.worker_stats[self.id]).is_err() {
-            return self.close(idx);
-        }
-        if conn.output_over_limit(&server) {
-            tracing::warn!(
-                client = conn.session.id,
-                "client scheduled to be closed ASAP for overcoming of output buffer limits"
-            );
-            server
-                .stats
-                .client_output_buffer_limit_disconnections
-                .fetch_add(1, Ordering::Relaxed);
+        // Checked before writing, as Redis checks when a reply is appended:
+        // a client past its output limit (or killed) is closed unflushed.
+        let used = conn.out.len();
+        if crate::conn::output_limit_reached(&server, &mut conn.session, used)
+            || conn.flush(&server.worker_stats[self.id]).is_err()
+        {
             self.close(idx);
         }
     }
@@ -254,6 +335,7 @@ impl Worker {
                 && !conn.session.monitor
                 && !conn.session.in_multi()
                 && !conn.paused
+                && !conn.is_blocked()
             {
                 to_close.push(idx);
                 continue;
@@ -277,11 +359,13 @@ impl Worker {
             return;
         };
         conn.paused = false;
+        conn.session.shared.set_flag(cflags::BLOCKED, false);
         match conn.process_input(&server) {
-            Ok(()) if !conn.paused => self.more_input.push(idx),
+            Ok(()) if !conn.paused && !conn.is_blocked() => self.more_input.push(idx),
             Ok(()) => {}
             Err(_) => return self.close(idx),
         }
+        self.track_deadline(idx);
         self.flush(idx);
     }
 

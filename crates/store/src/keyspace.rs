@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, MutexGuard};
+use smallvec::SmallVec;
 
 use crate::clock::now_ms;
 use crate::dict::{hash_key, Dict};
@@ -353,8 +354,9 @@ impl Keyspace {
     }
 
     /// Locks the shards of the given shard indices (any order, duplicates
-    /// allowed), ascending.
-    pub fn lock_shards(&self, mut idx: Vec<usize>) -> Keys<'_> {
+    /// allowed), ascending. Up to 8 shards need no allocation.
+    pub fn lock_shards(&self, idx: impl IntoIterator<Item = usize>) -> Keys<'_> {
+        let mut idx: SmallVec<[usize; 8]> = idx.into_iter().collect();
         idx.sort_unstable();
         idx.dedup();
         let guards = idx
@@ -366,7 +368,7 @@ impl Keyspace {
 
     /// Locks the shards of `keys`, ascending.
     pub fn lock_keys<'k>(&self, keys: impl IntoIterator<Item = &'k [u8]>) -> Keys<'_> {
-        self.lock_shards(keys.into_iter().map(|k| self.shard_of(k)).collect())
+        self.lock_shards(keys.into_iter().map(|k| self.shard_of(k)))
     }
 
     /// Locks every shard: the whole keyspace is frozen for this view.
@@ -382,7 +384,7 @@ impl Keyspace {
 
     /// A view that locks shards one at a time as they are visited.
     pub fn lock_dynamic(&self) -> Keys<'_> {
-        Keys::new(self, Vec::new(), true)
+        Keys::new(self, SmallVec::new(), true)
     }
 
     /// Sums every shard's counters.
@@ -470,6 +472,9 @@ fn expire_sample(shard: &mut Shard, db: usize, n: usize, now: u64) -> (usize, us
     (sampled, due.len())
 }
 
+/// Held shard guards, sorted by index; most commands hold one or two.
+type Guards<'a> = SmallVec<[(usize, MutexGuard<'a, Shard>); 4]>;
+
 /// A locked view of the keyspace for one command (or one transaction).
 ///
 /// Every method takes the database index, because a transaction may SELECT
@@ -478,7 +483,7 @@ fn expire_sample(shard: &mut Shard, db: usize, n: usize, now: u64) -> (usize, us
 pub struct Keys<'a> {
     ks: &'a Keyspace,
     /// Held guards, sorted by shard index.
-    guards: Vec<(usize, MutexGuard<'a, Shard>)>,
+    guards: Guards<'a>,
     dynamic: bool,
     now: u64,
     /// Lookups update access metadata (false for a CLIENT NO-TOUCH client).
@@ -486,7 +491,7 @@ pub struct Keys<'a> {
 }
 
 impl<'a> Keys<'a> {
-    fn new(ks: &'a Keyspace, guards: Vec<(usize, MutexGuard<'a, Shard>)>, dynamic: bool) -> Self {
+    fn new(ks: &'a Keyspace, guards: Guards<'a>, dynamic: bool) -> Self {
         Keys {
             ks,
             guards,
@@ -520,6 +525,32 @@ impl<'a> Keys<'a> {
     /// True when every shard is held.
     pub fn holds_all(&self) -> bool {
         self.guards.len() == self.ks.shards.len()
+    }
+
+    /// Makes sure this view holds `key`'s shard: true if it already did or
+    /// the lock could be taken without waiting (blocked clients served by a
+    /// push write a destination key the pusher did not declare). Never
+    /// blocks, so taking a shard out of ascending order cannot deadlock;
+    /// false when the shard is busy (or the view is dynamic).
+    pub fn try_hold(&mut self, key: &[u8]) -> bool {
+        let idx = self.ks.shard_of(key);
+        if self.holds_all() {
+            return true;
+        }
+        let pos = match self.guards.binary_search_by_key(&idx, |(i, _)| *i) {
+            Ok(_) => return true,
+            Err(pos) => pos,
+        };
+        if self.dynamic {
+            return false;
+        }
+        match self.ks.shards[idx].try_lock() {
+            Some(g) => {
+                self.guards.insert(pos, (idx, g));
+                true
+            }
+            None => false,
+        }
     }
 
     /// Runs `f` on shard `idx`: the held guard if this view holds it, or
@@ -590,6 +621,32 @@ impl<'a> Keys<'a> {
     pub fn get_mut(&mut self, db: usize, key: &[u8]) -> Option<&mut Entry> {
         let touch = self.touch;
         self.lookup(db, key, false, touch)
+    }
+
+    /// Shared access to a live entry with no side effects (no expiry
+    /// deletion, statistics or access update), so that several entries can
+    /// be borrowed at once (SINTER, SUNION, ZUNION, SORT ... BY/GET). Look
+    /// each key up first with [`Keys::get_read`] or [`Keys::get_mut`] for
+    /// the usual bookkeeping.
+    ///
+    /// # Panics
+    /// If the key's shard is not held by this view (a dynamic view holds
+    /// none between calls).
+    pub fn peek(&self, db: usize, key: &[u8]) -> Option<&Entry> {
+        let hash = hash_key(key);
+        let idx = self.ks.shard_of_hash(hash);
+        let shard: &Shard = if self.holds_all() {
+            &self.guards[idx].1
+        } else {
+            match self.guards.binary_search_by_key(&idx, |(i, _)| *i) {
+                Ok(pos) => &self.guards[pos].1,
+                Err(_) => panic!("shard {idx} was not locked for this command"),
+            }
+        };
+        shard.dbs[db]
+            .keys
+            .get(hash, key)
+            .filter(|e| !e.is_expired(self.now))
     }
 
     /// Looks a key up for a read command: like [`Keys::get_mut`], and counts

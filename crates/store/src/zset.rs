@@ -1,17 +1,1367 @@
-//! (being written) The ZSet type and its encodings.
+//! The sorted set type and its two encodings.
+//!
+//! * `listpack` (small sets): one packed byte buffer holding the entries in
+//!   (score, member) order, each as a LEB128 member length, the member bytes
+//!   and the score's 8 bytes. Lookups are linear scans, which is what Redis
+//!   does too and is fast for at most `zset-max-listpack-entries` entries.
+//! * `skiplist` (large sets; the name Redis reports): instead of a skiplist,
+//!   an order-statistic B+tree of (score, member id) pairs whose inner nodes
+//!   keep per-child element counts, so rank lookups, rank-indexed access and
+//!   insertion/removal are all O(log n). Members live once, in a slot arena
+//!   indexed by a hash table of slot ids (member → slot), so a member costs
+//!   its bytes plus about 40 bytes of bookkeeping.
+//!
+//! Conversion is one-way (listpack → skiplist) while a value lives, as in
+//! Redis 7.0; commands that build a new set (ZUNIONSTORE, ZRANGESTORE, …) pick
+//! the encoding for the result with [`ZSet::from_entries`].
 
-/// A Redis zset value.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct ZSet {}
+use std::cmp::Ordering;
+use std::mem;
+
+use hashbrown::HashTable;
+
+use crate::dict::hash_key;
+
+/// The conversion thresholds (`zset-max-listpack-entries` and
+/// `zset-max-listpack-value`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Most entries a listpack-encoded set holds.
+    pub max_entries: usize,
+    /// Longest member, in bytes, a listpack-encoded set holds.
+    pub max_value: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_entries: 128,
+            max_value: 64,
+        }
+    }
+}
+
+/// Compares (score, member) pairs the way sorted sets order them: by score,
+/// then bytewise by member.
+pub fn cmp_entries(a: (f64, &[u8]), b: (f64, &[u8])) -> Ordering {
+    match a.0.partial_cmp(&b.0) {
+        Some(Ordering::Equal) | None => a.1.cmp(b.1),
+        Some(o) => o,
+    }
+}
+
+/// A Redis sorted set value.
+#[derive(Clone, Debug)]
+pub struct ZSet {
+    repr: Repr,
+}
+
+#[derive(Clone, Debug)]
+enum Repr {
+    Listpack(Listpack),
+    Skiplist(Box<Big>),
+}
+
+impl PartialEq for ZSet {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len()
+            && self
+                .iter()
+                .zip(other.iter())
+                .all(|(a, b)| a.0 == b.0 && a.1.to_bits() == b.1.to_bits())
+    }
+}
+
+impl Default for ZSet {
+    fn default() -> Self {
+        ZSet {
+            repr: Repr::Listpack(Listpack::default()),
+        }
+    }
+}
 
 impl ZSet {
+    /// An empty set in the encoding Redis 7.0's ZADD picks for a new key
+    /// whose first member is `first_len` bytes long: listpack unless the
+    /// limits rule it out.
+    pub fn new(limits: Limits, first_len: usize) -> Self {
+        if limits.max_entries == 0 || first_len > limits.max_value {
+            ZSet {
+                repr: Repr::Skiplist(Box::default()),
+            }
+        } else {
+            ZSet::default()
+        }
+    }
+
+    /// Builds a set from (member, score) pairs with distinct members, in the
+    /// encoding Redis gives a freshly computed result: listpack when the
+    /// count and every member length are within `limits`.
+    pub fn from_entries(mut entries: Vec<(Vec<u8>, f64)>, limits: Limits) -> Self {
+        entries.sort_by(|a, b| cmp_entries((a.1, &a.0), (b.1, &b.0)));
+        let small = entries.len() <= limits.max_entries
+            && entries.iter().all(|(m, _)| m.len() <= limits.max_value);
+        let mut z = ZSet::default();
+        if small {
+            let mut lp = Listpack::default();
+            for (m, s) in &entries {
+                lp.push(m, *s);
+            }
+            z.repr = Repr::Listpack(lp);
+        } else {
+            let mut big = Big::default();
+            for (m, s) in entries {
+                big.push_last(m.into_boxed_slice(), s);
+            }
+            z.repr = Repr::Skiplist(Box::new(big));
+        }
+        z
+    }
+
     /// The encoding name OBJECT ENCODING reports.
     pub fn encoding_name(&self) -> &'static str {
-        "listpack"
+        match self.repr {
+            Repr::Listpack(_) => "listpack",
+            Repr::Skiplist(_) => "skiplist",
+        }
     }
 
     /// Heap bytes owned by the value.
     pub fn heap_bytes(&self) -> usize {
-        0
+        match &self.repr {
+            Repr::Listpack(lp) => lp.buf.capacity(),
+            Repr::Skiplist(b) => mem::size_of::<Big>() + b.heap_bytes(),
+        }
+    }
+
+    /// Number of members.
+    pub fn len(&self) -> usize {
+        match &self.repr {
+            Repr::Listpack(lp) => lp.len,
+            Repr::Skiplist(b) => b.tree.len,
+        }
+    }
+
+    /// True when the set has no members (a stored key never is).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The score of `member`, if present.
+    pub fn score(&self, member: &[u8]) -> Option<f64> {
+        match &self.repr {
+            Repr::Listpack(lp) => lp.find(member).map(|(_, e)| e.score),
+            Repr::Skiplist(b) => b.find(member).map(|id| b.slot(id).1),
+        }
+    }
+
+    /// Sets the score of `member`, adding it if absent, and returns its
+    /// previous score. Converts to the big encoding when the set outgrows
+    /// `limits`. An unchanged score (`==`) leaves the entry untouched.
+    pub fn insert(&mut self, member: &[u8], score: f64, limits: Limits) -> Option<f64> {
+        if let Repr::Listpack(lp) = &mut self.repr {
+            match lp.find(member) {
+                Some((_, e)) => {
+                    let old = e.score;
+                    if old != score {
+                        lp.remove_bytes(e.start, e.end);
+                        lp.insert_sorted(member, score);
+                    }
+                    return Some(old);
+                }
+                None if lp.len < limits.max_entries && member.len() <= limits.max_value => {
+                    lp.insert_sorted(member, score);
+                    return None;
+                }
+                None => self.convert(),
+            }
+        }
+        match &mut self.repr {
+            Repr::Skiplist(b) => b.insert(member, score),
+            Repr::Listpack(_) => unreachable!("converted above"),
+        }
+    }
+
+    /// Converts a listpack-encoded set to the big encoding.
+    fn convert(&mut self) {
+        if let Repr::Listpack(lp) = &self.repr {
+            let mut big = Big::default();
+            for e in lp.entries() {
+                big.push_last(e.member.into(), e.score);
+            }
+            self.repr = Repr::Skiplist(Box::new(big));
+        }
+    }
+
+    /// Removes `member`; returns its score if it was present.
+    pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
+        match &mut self.repr {
+            Repr::Listpack(lp) => {
+                let (_, e) = lp.find(member)?;
+                let score = e.score;
+                lp.remove_bytes(e.start, e.end);
+                Some(score)
+            }
+            Repr::Skiplist(b) => b.remove(member),
+        }
+    }
+
+    /// The 0-based ascending rank of `member` and its score.
+    pub fn rank(&self, member: &[u8]) -> Option<(usize, f64)> {
+        match &self.repr {
+            Repr::Listpack(lp) => lp.find(member).map(|(r, e)| (r, e.score)),
+            Repr::Skiplist(b) => {
+                let id = b.find(member)?;
+                let score = b.slot(id).1;
+                Some((b.rank_of(score, member), score))
+            }
+        }
+    }
+
+    /// The member at ascending rank `rank`, with its score.
+    pub fn get(&self, rank: usize) -> Option<(&[u8], f64)> {
+        if rank >= self.len() {
+            return None;
+        }
+        self.range(rank, rank + 1, false).next()
+    }
+
+    /// How many leading members (in order) have a score below `bound`, or
+    /// at most `bound` when `inclusive`.
+    pub fn rank_by_score(&self, bound: f64, inclusive: bool) -> usize {
+        let below = |s: f64| s < bound || (inclusive && s == bound);
+        match &self.repr {
+            Repr::Listpack(lp) => lp.entries().take_while(|e| below(e.score)).count(),
+            Repr::Skiplist(b) => b.tree.lower_bound(|s, _| below(s)),
+        }
+    }
+
+    /// How many leading members (in order) satisfy `pred`, which must hold
+    /// for a prefix of the set (e.g. "member sorts before a bound" when all
+    /// scores are equal, as lexicographic ranges assume).
+    pub fn rank_where(&self, pred: impl Fn(&[u8], f64) -> bool) -> usize {
+        match &self.repr {
+            Repr::Listpack(lp) => lp.entries().take_while(|e| pred(e.member, e.score)).count(),
+            Repr::Skiplist(b) => b.tree.lower_bound(|s, id| pred(b.slot(id).0, s)),
+        }
+    }
+
+    /// Every member with its score, in ascending order.
+    pub fn iter(&self) -> Iter<'_> {
+        self.range(0, self.len(), false)
+    }
+
+    /// The members of ascending ranks `start..end` (clamped to the set),
+    /// walked from `start` upward, or from `end - 1` downward when `rev`.
+    pub fn range(&self, start: usize, end: usize, rev: bool) -> Iter<'_> {
+        let end = end.min(self.len());
+        let n = end.saturating_sub(start);
+        let inner = match &self.repr {
+            Repr::Listpack(lp) if n == 0 => IterRepr::Listpack {
+                buf: &lp.buf,
+                pos: 0,
+                left: 0,
+            },
+            Repr::Listpack(lp) if !rev => IterRepr::Listpack {
+                buf: &lp.buf,
+                pos: lp.entries().nth(start).map_or(0, |e| e.start),
+                left: n,
+            },
+            Repr::Listpack(lp) => IterRepr::ListpackRev {
+                buf: &lp.buf,
+                offsets: lp.entries().skip(start).take(n).map(|e| e.start).collect(),
+            },
+            Repr::Skiplist(b) => {
+                let from = if rev { end.saturating_sub(1) } else { start };
+                IterRepr::Tree {
+                    it: b.tree.iter_from(from, n, rev),
+                    slots: &b.slots,
+                }
+            }
+        };
+        Iter { inner }
+    }
+
+    /// Removes the members of ascending ranks `start..end` (clamped);
+    /// returns how many were removed.
+    pub fn remove_range(&mut self, start: usize, end: usize) -> usize {
+        let end = end.min(self.len());
+        if start >= end {
+            return 0;
+        }
+        match &mut self.repr {
+            Repr::Listpack(lp) => {
+                let mut it = lp.entries().skip(start);
+                let from = it.next().map_or(0, |e| e.start);
+                let to = lp.entries().nth(end - 1).map_or(lp.buf.len(), |e| e.end);
+                lp.buf.drain(from..to);
+                lp.len -= end - start;
+            }
+            Repr::Skiplist(b) => {
+                for _ in start..end {
+                    b.remove_rank(start);
+                }
+            }
+        }
+        end - start
+    }
+
+    /// Removes and returns up to `count` members from the low end (or the
+    /// high end when `max`), in popping order.
+    pub fn pop(&mut self, max: bool, count: usize) -> Vec<(Vec<u8>, f64)> {
+        let len = self.len();
+        let n = count.min(len);
+        if let Repr::Skiplist(b) = &mut self.repr {
+            return (0..n)
+                .map(|_| {
+                    let rank = if max { b.tree.len - 1 } else { 0 };
+                    let (m, s) = b.remove_rank(rank);
+                    (m.into_vec(), s)
+                })
+                .collect();
+        }
+        let (start, end) = if max { (len - n, len) } else { (0, n) };
+        let out = self
+            .range(start, end, max)
+            .map(|(m, s)| (m.to_vec(), s))
+            .collect();
+        self.remove_range(start, end);
+        out
+    }
+
+    /// One step of ZSCAN: calls `f` for about `count` members starting at
+    /// `cursor` and returns the next cursor (0 when done). A listpack set is
+    /// returned whole. Members present for the whole scan are returned
+    /// exactly once, whatever else changes in between.
+    pub fn scan(&self, cursor: u64, count: usize, mut f: impl FnMut(&[u8], f64)) -> u64 {
+        match &self.repr {
+            Repr::Listpack(lp) => {
+                for e in lp.entries() {
+                    f(e.member, e.score);
+                }
+                0
+            }
+            Repr::Skiplist(b) => {
+                let Ok(mut i) = usize::try_from(cursor) else {
+                    return 0;
+                };
+                let count = count.max(1);
+                let mut budget = count.saturating_mul(10);
+                let mut found = 0;
+                while i < b.slots.len() && found < count && budget > 0 {
+                    if let Slot::Used { member, score } = &b.slots[i] {
+                        f(member, *score);
+                        found += 1;
+                    }
+                    i += 1;
+                    budget -= 1;
+                }
+                if i >= b.slots.len() {
+                    0
+                } else {
+                    i as u64
+                }
+            }
+        }
+    }
+}
+
+/// Iterator over (member, score) pairs, see [`ZSet::range`].
+pub struct Iter<'a> {
+    inner: IterRepr<'a>,
+}
+
+enum IterRepr<'a> {
+    Listpack {
+        buf: &'a [u8],
+        pos: usize,
+        left: usize,
+    },
+    ListpackRev {
+        buf: &'a [u8],
+        offsets: Vec<usize>,
+    },
+    Tree {
+        it: TreeIter<'a>,
+        slots: &'a [Slot],
+    },
+}
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = (&'a [u8], f64);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match &mut self.inner {
+            IterRepr::Listpack { buf, pos, left } => {
+                if *left == 0 {
+                    return None;
+                }
+                let e = decode(buf, *pos);
+                *pos = e.end;
+                *left -= 1;
+                Some((e.member, e.score))
+            }
+            IterRepr::ListpackRev { buf, offsets } => {
+                let e = decode(buf, offsets.pop()?);
+                Some((e.member, e.score))
+            }
+            IterRepr::Tree { it, slots } => {
+                let (score, id) = it.next()?;
+                Some((slot_member(slots, id), score))
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// listpack encoding
+
+/// The packed small encoding: entries in (score, member) order.
+#[derive(Clone, Debug, Default)]
+struct Listpack {
+    buf: Vec<u8>,
+    len: usize,
+}
+
+/// One decoded listpack entry and its byte span in the buffer.
+struct LpEntry<'a> {
+    member: &'a [u8],
+    score: f64,
+    start: usize,
+    end: usize,
+}
+
+/// Decodes the entry starting at byte `pos`.
+fn decode(buf: &[u8], pos: usize) -> LpEntry<'_> {
+    let mut len = 0usize;
+    let mut shift = 0;
+    let mut p = pos;
+    loop {
+        let b = buf[p];
+        p += 1;
+        len |= usize::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            break;
+        }
+        shift += 7;
+    }
+    let member = &buf[p..p + len];
+    p += len;
+    let mut bits = [0u8; 8];
+    bits.copy_from_slice(&buf[p..p + 8]);
+    LpEntry {
+        member,
+        score: f64::from_le_bytes(bits),
+        start: pos,
+        end: p + 8,
+    }
+}
+
+/// Appends the encoded entry to `out`. A score of -0 is stored as 0, as
+/// Redis's listpack (which stores integral scores as integers) does.
+fn encode(out: &mut Vec<u8>, member: &[u8], score: f64) {
+    let score = score + 0.0;
+    let mut len = member.len();
+    while len >= 0x80 {
+        out.push((len as u8 & 0x7f) | 0x80);
+        len >>= 7;
+    }
+    out.push(len as u8);
+    out.extend_from_slice(member);
+    out.extend_from_slice(&score.to_le_bytes());
+}
+
+/// Forward walk over a listpack's entries.
+struct LpIter<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Iterator for LpIter<'a> {
+    type Item = LpEntry<'a>;
+
+    fn next(&mut self) -> Option<LpEntry<'a>> {
+        if self.pos >= self.buf.len() {
+            return None;
+        }
+        let e = decode(self.buf, self.pos);
+        self.pos = e.end;
+        Some(e)
+    }
+}
+
+impl Listpack {
+    fn entries(&self) -> LpIter<'_> {
+        LpIter {
+            buf: &self.buf,
+            pos: 0,
+        }
+    }
+
+    /// The rank and entry of `member`.
+    fn find(&self, member: &[u8]) -> Option<(usize, LpEntry<'_>)> {
+        self.entries().enumerate().find(|(_, e)| e.member == member)
+    }
+
+    /// Appends an entry that sorts after every present one.
+    fn push(&mut self, member: &[u8], score: f64) {
+        encode(&mut self.buf, member, score);
+        self.len += 1;
+    }
+
+    /// Inserts an absent member at its sorted position.
+    fn insert_sorted(&mut self, member: &[u8], score: f64) {
+        let at = self
+            .entries()
+            .find(|e| cmp_entries((e.score, e.member), (score, member)) == Ordering::Greater)
+            .map_or(self.buf.len(), |e| e.start);
+        let mut bytes = Vec::with_capacity(member.len() + 10);
+        encode(&mut bytes, member, score);
+        self.buf.splice(at..at, bytes);
+        self.len += 1;
+    }
+
+    /// Removes the single entry spanning `start..end`.
+    fn remove_bytes(&mut self, start: usize, end: usize) {
+        self.buf.drain(start..end);
+        self.len -= 1;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// big encoding: slot arena + member index + counted B+tree
+
+/// No free slot.
+const NO_SLOT: u32 = u32::MAX;
+
+/// A member's home in the arena; freed slots form a linked free list.
+#[derive(Clone, Debug)]
+enum Slot {
+    Used { member: Box<[u8]>, score: f64 },
+    Free { next: u32 },
+}
+
+/// The member of a used slot (empty for a free one, which nothing refers
+/// to).
+fn slot_member(slots: &[Slot], id: u32) -> &[u8] {
+    match &slots[id as usize] {
+        Slot::Used { member, .. } => member,
+        Slot::Free { .. } => &[],
+    }
+}
+
+/// The large encoding.
+#[derive(Clone, Debug)]
+struct Big {
+    slots: Vec<Slot>,
+    free: u32,
+    /// Slot ids hashed by member.
+    index: HashTable<u32>,
+    tree: Tree,
+    /// Sum of member lengths, for `heap_bytes`.
+    member_bytes: usize,
+}
+
+impl Default for Big {
+    fn default() -> Self {
+        Big {
+            slots: Vec::new(),
+            free: NO_SLOT,
+            index: HashTable::new(),
+            tree: Tree::default(),
+            member_bytes: 0,
+        }
+    }
+}
+
+impl Big {
+    fn slot(&self, id: u32) -> (&[u8], f64) {
+        match &self.slots[id as usize] {
+            Slot::Used { member, score } => (member, *score),
+            Slot::Free { .. } => (&[], 0.0),
+        }
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.slots.capacity() * mem::size_of::<Slot>()
+            + self.member_bytes
+            + self.index.capacity() * (mem::size_of::<u32>() + 1)
+            + self.tree.heap_bytes()
+    }
+
+    fn find(&self, member: &[u8]) -> Option<u32> {
+        let slots = &self.slots;
+        self.index
+            .find(hash_key(member), |&id| slot_member(slots, id) == member)
+            .copied()
+    }
+
+    /// The number of entries ordered before (score, member).
+    fn rank_of(&self, score: f64, member: &[u8]) -> usize {
+        let slots = &self.slots;
+        self.tree
+            .lower_bound(|s, id| s < score || (s == score && slot_member(slots, id) < member))
+    }
+
+    /// Stores a new member in a slot and the index; returns its id.
+    fn alloc(&mut self, member: Box<[u8]>, score: f64) -> u32 {
+        let hash = hash_key(&member);
+        self.member_bytes += member.len();
+        let used = Slot::Used { member, score };
+        let id = if self.free != NO_SLOT {
+            let id = self.free;
+            let old = mem::replace(&mut self.slots[id as usize], used);
+            self.free = match old {
+                Slot::Free { next } => next,
+                Slot::Used { .. } => NO_SLOT,
+            };
+            id
+        } else {
+            let id = u32::try_from(self.slots.len()).expect("sorted set too large");
+            self.slots.push(used);
+            id
+        };
+        let slots = &self.slots;
+        self.index
+            .insert_unique(hash, id, |&x| hash_key(slot_member(slots, x)));
+        id
+    }
+
+    /// Appends a member known to sort after every present one.
+    fn push_last(&mut self, member: Box<[u8]>, score: f64) {
+        let id = self.alloc(member, score);
+        let n = self.tree.len;
+        self.tree.insert_at(n, score, id);
+    }
+
+    fn insert(&mut self, member: &[u8], score: f64) -> Option<f64> {
+        if let Some(id) = self.find(member) {
+            let old = self.slot(id).1;
+            if old != score {
+                let r = self.rank_of(old, member);
+                self.tree.remove_at(r);
+                if let Slot::Used { score: s, .. } = &mut self.slots[id as usize] {
+                    *s = score;
+                }
+                let r = self.rank_of(score, member);
+                self.tree.insert_at(r, score, id);
+            }
+            return Some(old);
+        }
+        let r = self.rank_of(score, member);
+        let id = self.alloc(member.into(), score);
+        self.tree.insert_at(r, score, id);
+        None
+    }
+
+    /// Frees slot `id` (already out of the tree), dropping it from the
+    /// index; returns its member and score.
+    fn release(&mut self, id: u32) -> (Box<[u8]>, f64) {
+        let slots = &self.slots;
+        if let Ok(entry) = self
+            .index
+            .find_entry(hash_key(slot_member(slots, id)), |&x| x == id)
+        {
+            entry.remove();
+        }
+        let old = mem::replace(&mut self.slots[id as usize], Slot::Free { next: self.free });
+        self.free = id;
+        match old {
+            Slot::Used { member, score } => {
+                self.member_bytes -= member.len();
+                (member, score)
+            }
+            Slot::Free { .. } => (Box::default(), 0.0),
+        }
+    }
+
+    fn remove(&mut self, member: &[u8]) -> Option<f64> {
+        let id = self.find(member)?;
+        let score = self.slot(id).1;
+        let r = self.rank_of(score, member);
+        self.tree.remove_at(r);
+        self.release(id);
+        Some(score)
+    }
+
+    fn remove_rank(&mut self, rank: usize) -> (Box<[u8]>, f64) {
+        let (_, id) = self.tree.remove_at(rank);
+        self.release(id)
+    }
+}
+
+/// Most entries per leaf.
+const LEAF_CAP: usize = 128;
+/// Most children per inner node.
+const INNER_CAP: usize = 64;
+
+#[derive(Clone, Debug)]
+enum Node {
+    Leaf(Box<Leaf>),
+    Inner(Box<Inner>),
+}
+
+/// Entries of a leaf, as parallel arrays (12 bytes an entry).
+#[derive(Clone, Debug, Default)]
+struct Leaf {
+    scores: Vec<f64>,
+    ids: Vec<u32>,
+}
+
+/// An inner node: its children with their element counts and first
+/// entries (kept exact, so routing never needs a freed member).
+#[derive(Clone, Debug, Default)]
+struct Inner {
+    children: Vec<Node>,
+    counts: Vec<usize>,
+    firsts: Vec<(f64, u32)>,
+}
+
+impl Node {
+    fn first(&self) -> (f64, u32) {
+        match self {
+            Node::Leaf(l) => (l.scores[0], l.ids[0]),
+            Node::Inner(n) => n.firsts[0],
+        }
+    }
+
+    /// Entries of a leaf or children of an inner node.
+    fn width(&self) -> usize {
+        match self {
+            Node::Leaf(l) => l.scores.len(),
+            Node::Inner(n) => n.children.len(),
+        }
+    }
+
+    fn cap(&self) -> usize {
+        match self {
+            Node::Leaf(_) => LEAF_CAP,
+            Node::Inner(_) => INNER_CAP,
+        }
+    }
+
+    fn heap_bytes(&self) -> usize {
+        match self {
+            Node::Leaf(l) => {
+                mem::size_of::<Leaf>() + l.scores.capacity() * 8 + l.ids.capacity() * 4
+            }
+            Node::Inner(n) => {
+                mem::size_of::<Inner>()
+                    + n.children.capacity() * mem::size_of::<Node>()
+                    + n.counts.capacity() * mem::size_of::<usize>()
+                    + n.firsts.capacity() * mem::size_of::<(f64, u32)>()
+                    + n.children.iter().map(Node::heap_bytes).sum::<usize>()
+            }
+        }
+    }
+
+    /// Moves all of `other`'s content after this node's (same kind).
+    fn absorb(&mut self, other: Node) {
+        match (self, other) {
+            (Node::Leaf(a), Node::Leaf(b)) => {
+                a.scores.extend_from_slice(&b.scores);
+                a.ids.extend_from_slice(&b.ids);
+            }
+            (Node::Inner(a), Node::Inner(mut b)) => {
+                a.children.append(&mut b.children);
+                a.counts.append(&mut b.counts);
+                a.firsts.append(&mut b.firsts);
+            }
+            _ => unreachable!("siblings are at the same depth"),
+        }
+    }
+}
+
+impl Inner {
+    /// The child holding existing rank `rank`, and the rank within it.
+    fn locate(&self, mut rank: usize) -> (usize, usize) {
+        let last = self.counts.len() - 1;
+        for (i, &c) in self.counts[..last].iter().enumerate() {
+            if rank < c {
+                return (i, rank);
+            }
+            rank -= c;
+        }
+        (last, rank)
+    }
+
+    /// The child an insertion at `rank` goes to (the end of a child rather
+    /// than the start of the next), and the rank within it.
+    fn locate_insert(&self, mut rank: usize) -> (usize, usize) {
+        let last = self.counts.len() - 1;
+        for (i, &c) in self.counts[..last].iter().enumerate() {
+            if rank <= c {
+                return (i, rank);
+            }
+            rank -= c;
+        }
+        (last, rank)
+    }
+
+    fn remove_child(&mut self, i: usize) -> Node {
+        self.counts.remove(i);
+        self.firsts.remove(i);
+        self.children.remove(i)
+    }
+
+    /// Merges child `i` with a neighbour when it got small and both fit in
+    /// one node.
+    fn rebalance(&mut self, i: usize) {
+        let w = self.children[i].width();
+        if w >= self.children[i].cap() / 4 {
+            return;
+        }
+        let (a, b) = if i + 1 < self.children.len() {
+            (i, i + 1)
+        } else if i > 0 {
+            (i - 1, i)
+        } else {
+            return;
+        };
+        if self.children[a].width() + self.children[b].width() > self.children[a].cap() {
+            return;
+        }
+        let cb = self.counts[b];
+        let right = self.remove_child(b);
+        self.children[a].absorb(right);
+        self.counts[a] += cb;
+    }
+}
+
+/// Binary search: the first index in `0..n` where `pred` is false (pred
+/// holds for a prefix).
+fn partition(n: usize, pred: impl Fn(usize) -> bool) -> usize {
+    let (mut lo, mut hi) = (0, n);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if pred(mid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+/// An order-statistic B+tree of (score, slot id) entries.
+#[derive(Clone, Debug)]
+struct Tree {
+    root: Node,
+    len: usize,
+}
+
+impl Default for Tree {
+    fn default() -> Self {
+        Tree {
+            root: Node::Leaf(Box::default()),
+            len: 0,
+        }
+    }
+}
+
+impl Tree {
+    fn heap_bytes(&self) -> usize {
+        self.root.heap_bytes()
+    }
+
+    /// Number of leading entries for which `less` holds (a prefix).
+    fn lower_bound(&self, less: impl Fn(f64, u32) -> bool) -> usize {
+        let mut node = &self.root;
+        let mut acc = 0;
+        loop {
+            match node {
+                Node::Leaf(l) => {
+                    return acc + partition(l.scores.len(), |j| less(l.scores[j], l.ids[j]));
+                }
+                Node::Inner(n) => {
+                    let k = n.firsts.partition_point(|&(s, id)| less(s, id));
+                    if k == 0 {
+                        return acc;
+                    }
+                    acc += n.counts[..k - 1].iter().sum::<usize>();
+                    node = &n.children[k - 1];
+                }
+            }
+        }
+    }
+
+    fn insert_at(&mut self, rank: usize, score: f64, id: u32) {
+        if let Some((right, rc)) = insert_rec(&mut self.root, rank, score, id) {
+            let left = mem::replace(&mut self.root, Node::Leaf(Box::default()));
+            let lc = self.len + 1 - rc;
+            self.root = Node::Inner(Box::new(Inner {
+                firsts: vec![left.first(), right.first()],
+                counts: vec![lc, rc],
+                children: vec![left, right],
+            }));
+        }
+        self.len += 1;
+    }
+
+    fn remove_at(&mut self, rank: usize) -> (f64, u32) {
+        let out = remove_rec(&mut self.root, rank);
+        self.len -= 1;
+        while let Node::Inner(n) = &mut self.root {
+            match n.children.len() {
+                0 => self.root = Node::Leaf(Box::default()),
+                1 => {
+                    let child = n.children.pop().expect("one child");
+                    self.root = child;
+                }
+                _ => break,
+            }
+        }
+        out
+    }
+
+    /// Walks `n` entries from rank `from`, upward or (when `rev`) downward.
+    fn iter_from(&self, from: usize, n: usize, rev: bool) -> TreeIter<'_> {
+        let mut it = TreeIter {
+            stack: Vec::new(),
+            leaf: None,
+            pos: 0,
+            left: 0,
+            rev,
+        };
+        if n == 0 || from >= self.len {
+            return it;
+        }
+        let mut node = &self.root;
+        let mut rank = from;
+        loop {
+            match node {
+                Node::Leaf(l) => {
+                    it.leaf = Some(l);
+                    it.pos = if rev { rank + 1 } else { rank };
+                    break;
+                }
+                Node::Inner(inner) => {
+                    let (i, r) = inner.locate(rank);
+                    it.stack.push((inner, i));
+                    node = &inner.children[i];
+                    rank = r;
+                }
+            }
+        }
+        it.left = n;
+        it
+    }
+}
+
+fn insert_rec(node: &mut Node, rank: usize, score: f64, id: u32) -> Option<(Node, usize)> {
+    match node {
+        Node::Leaf(l) => {
+            l.scores.insert(rank, score);
+            l.ids.insert(rank, id);
+            if l.scores.len() <= LEAF_CAP {
+                return None;
+            }
+            let h = l.scores.len() / 2;
+            let right = Leaf {
+                scores: l.scores.split_off(h),
+                ids: l.ids.split_off(h),
+            };
+            let rc = right.scores.len();
+            Some((Node::Leaf(Box::new(right)), rc))
+        }
+        Node::Inner(n) => {
+            let (i, r) = n.locate_insert(rank);
+            let split = insert_rec(&mut n.children[i], r, score, id);
+            n.counts[i] += 1;
+            n.firsts[i] = n.children[i].first();
+            if let Some((right, rc)) = split {
+                n.counts[i] -= rc;
+                n.firsts.insert(i + 1, right.first());
+                n.counts.insert(i + 1, rc);
+                n.children.insert(i + 1, right);
+            }
+            if n.children.len() <= INNER_CAP {
+                return None;
+            }
+            let h = n.children.len() / 2;
+            let right = Inner {
+                children: n.children.split_off(h),
+                counts: n.counts.split_off(h),
+                firsts: n.firsts.split_off(h),
+            };
+            let rc = right.counts.iter().sum();
+            Some((Node::Inner(Box::new(right)), rc))
+        }
+    }
+}
+
+fn remove_rec(node: &mut Node, rank: usize) -> (f64, u32) {
+    match node {
+        Node::Leaf(l) => (l.scores.remove(rank), l.ids.remove(rank)),
+        Node::Inner(n) => {
+            let (i, r) = n.locate(rank);
+            let out = remove_rec(&mut n.children[i], r);
+            n.counts[i] -= 1;
+            if n.counts[i] == 0 {
+                n.remove_child(i);
+            } else {
+                n.firsts[i] = n.children[i].first();
+                n.rebalance(i);
+            }
+            out
+        }
+    }
+}
+
+/// A walk over a range of tree entries, see [`Tree::iter_from`].
+struct TreeIter<'a> {
+    /// Inner nodes on the path to the current leaf, with the child index
+    /// taken at each.
+    stack: Vec<(&'a Inner, usize)>,
+    leaf: Option<&'a Leaf>,
+    /// Next index to yield (forward) or one past it (reverse).
+    pos: usize,
+    left: usize,
+    rev: bool,
+}
+
+impl TreeIter<'_> {
+    /// Moves to the next (or previous) leaf; false at the end of the tree.
+    fn step_leaf(&mut self) -> bool {
+        while let Some((inner, idx)) = self.stack.pop() {
+            let next = if self.rev {
+                idx.checked_sub(1)
+            } else {
+                Some(idx + 1).filter(|&j| j < inner.children.len())
+            };
+            let Some(j) = next else { continue };
+            self.stack.push((inner, j));
+            let mut node = &inner.children[j];
+            loop {
+                match node {
+                    Node::Leaf(l) => {
+                        self.leaf = Some(l);
+                        self.pos = if self.rev { l.scores.len() } else { 0 };
+                        return true;
+                    }
+                    Node::Inner(n) => {
+                        let k = if self.rev { n.children.len() - 1 } else { 0 };
+                        self.stack.push((n, k));
+                        node = &n.children[k];
+                    }
+                }
+            }
+        }
+        false
+    }
+}
+
+impl Iterator for TreeIter<'_> {
+    type Item = (f64, u32);
+
+    fn next(&mut self) -> Option<(f64, u32)> {
+        if self.left == 0 {
+            return None;
+        }
+        loop {
+            let leaf = self.leaf?;
+            if !self.rev && self.pos < leaf.scores.len() {
+                let p = self.pos;
+                self.pos += 1;
+                self.left -= 1;
+                return Some((leaf.scores[p], leaf.ids[p]));
+            }
+            if self.rev && self.pos > 0 {
+                self.pos -= 1;
+                self.left -= 1;
+                return Some((leaf.scores[self.pos], leaf.ids[self.pos]));
+            }
+            if !self.step_leaf() {
+                self.left = 0;
+                return None;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SMALL: Limits = Limits {
+        max_entries: 128,
+        max_value: 64,
+    };
+
+    fn members(z: &ZSet) -> Vec<(Vec<u8>, f64)> {
+        z.iter().map(|(m, s)| (m.to_vec(), s)).collect()
+    }
+
+    /// A model: a sorted Vec.
+    fn model_sorted(v: &[(Vec<u8>, f64)]) -> Vec<(Vec<u8>, f64)> {
+        let mut v = v.to_vec();
+        v.sort_by(|a, b| cmp_entries((a.1, &a.0), (b.1, &b.0)));
+        v
+    }
+
+    #[test]
+    fn slot_is_compact() {
+        assert_eq!(mem::size_of::<Slot>(), 24);
+    }
+
+    #[test]
+    fn listpack_basic_order_and_updates() {
+        let mut z = ZSet::new(SMALL, 1);
+        assert_eq!(z.encoding_name(), "listpack");
+        assert_eq!(z.insert(b"b", 2.0, SMALL), None);
+        assert_eq!(z.insert(b"a", 2.0, SMALL), None);
+        assert_eq!(z.insert(b"c", 1.0, SMALL), None);
+        assert_eq!(
+            members(&z),
+            vec![
+                (b"c".to_vec(), 1.0),
+                (b"a".to_vec(), 2.0),
+                (b"b".to_vec(), 2.0)
+            ]
+        );
+        assert_eq!(z.insert(b"c", 3.0, SMALL), Some(1.0));
+        assert_eq!(z.rank(b"c"), Some((2, 3.0)));
+        assert_eq!(z.rank(b"a"), Some((0, 2.0)));
+        assert_eq!(z.score(b"zz"), None);
+        assert_eq!(z.remove(b"a"), Some(2.0));
+        assert_eq!(z.len(), 2);
+        assert_eq!(z.get(1), Some((&b"c"[..], 3.0)));
+        assert_eq!(z.rank_by_score(3.0, false), 1);
+        assert_eq!(z.rank_by_score(3.0, true), 2);
+    }
+
+    #[test]
+    fn converts_on_count_and_member_length() {
+        let lim = Limits {
+            max_entries: 4,
+            max_value: 8,
+        };
+        let mut z = ZSet::new(lim, 1);
+        for i in 0..4 {
+            z.insert(format!("m{i}").as_bytes(), i as f64, lim);
+        }
+        assert_eq!(z.encoding_name(), "listpack");
+        z.insert(b"m4", 4.0, lim);
+        assert_eq!(z.encoding_name(), "skiplist");
+        assert_eq!(z.len(), 5);
+        assert_eq!(z.rank(b"m3"), Some((3, 3.0)));
+
+        let mut z = ZSet::new(lim, 1);
+        z.insert(b"a", 1.0, lim);
+        z.insert(b"123456789", 0.0, lim);
+        assert_eq!(z.encoding_name(), "skiplist");
+        assert_eq!(z.get(0), Some((&b"123456789"[..], 0.0)));
+        assert_eq!(ZSet::new(lim, 9).encoding_name(), "skiplist");
+        assert_eq!(
+            ZSet::new(
+                Limits {
+                    max_entries: 0,
+                    max_value: 8
+                },
+                1
+            )
+            .encoding_name(),
+            "skiplist"
+        );
+    }
+
+    #[test]
+    fn from_entries_picks_encoding() {
+        let lim = Limits {
+            max_entries: 2,
+            max_value: 8,
+        };
+        let z = ZSet::from_entries(vec![(b"b".to_vec(), 1.0), (b"a".to_vec(), 1.0)], lim);
+        assert_eq!(z.encoding_name(), "listpack");
+        assert_eq!(members(&z)[0].0, b"a");
+        let z = ZSet::from_entries(
+            vec![
+                (b"b".to_vec(), 1.0),
+                (b"a".to_vec(), 1.0),
+                (b"c".to_vec(), 0.0),
+            ],
+            lim,
+        );
+        assert_eq!(z.encoding_name(), "skiplist");
+        assert_eq!(members(&z)[0].0, b"c");
+        let big = ZSet::from_entries(vec![(vec![b'x'; 9], 1.0)], lim);
+        assert_eq!(big.encoding_name(), "skiplist");
+    }
+
+    #[test]
+    fn long_member_lengths_round_trip_in_listpack() {
+        let lim = Limits {
+            max_entries: 10,
+            max_value: 100_000,
+        };
+        let mut z = ZSet::new(lim, 1);
+        let long = vec![b'q'; 20_000];
+        z.insert(&long, -1.5, lim);
+        z.insert(b"", 7.0, lim);
+        assert_eq!(z.encoding_name(), "listpack");
+        assert_eq!(z.score(&long), Some(-1.5));
+        assert_eq!(z.score(b""), Some(7.0));
+        assert_eq!(z.range(0, 2, true).next(), Some((&b""[..], 7.0)));
+    }
+
+    /// Drives both encodings and a model through the same random operations.
+    fn check_against_model(lim: Limits, ops: usize, seed: u64) {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let mut z = ZSet::new(lim, 1);
+        let mut model: Vec<(Vec<u8>, f64)> = Vec::new();
+        for step in 0..ops {
+            let m = format!("m{}", rng.usize(..600)).into_bytes();
+            let s = rng.i32(-50..50) as f64;
+            match rng.u8(..10) {
+                0..=5 => {
+                    let old = model.iter().position(|e| e.0 == m);
+                    let got = z.insert(&m, s, lim);
+                    assert_eq!(got, old.map(|i| model[i].1));
+                    match old {
+                        Some(i) => model[i].1 = s,
+                        None => model.push((m, s)),
+                    }
+                }
+                6 | 7 => {
+                    let old = model.iter().position(|e| e.0 == m);
+                    assert_eq!(z.remove(&m), old.map(|i| model.remove(i).1));
+                }
+                8 => {
+                    let n = rng.usize(..4);
+                    let max = rng.bool();
+                    let sorted = model_sorted(&model);
+                    let want: Vec<_> = if max {
+                        sorted.iter().rev().take(n).cloned().collect()
+                    } else {
+                        sorted.iter().take(n).cloned().collect()
+                    };
+                    assert_eq!(z.pop(max, n), want);
+                    model.retain(|e| !want.iter().any(|w| w.0 == e.0));
+                }
+                _ => {
+                    let len = model.len();
+                    let a = rng.usize(..=len);
+                    let b = rng.usize(a..=len.min(a + 5));
+                    let sorted = model_sorted(&model);
+                    assert_eq!(z.remove_range(a, b), b - a);
+                    model = sorted[..a].iter().chain(&sorted[b..]).cloned().collect();
+                }
+            }
+            if step % 97 == 0 || step + 1 == ops {
+                let sorted = model_sorted(&model);
+                assert_eq!(members(&z), sorted);
+                assert_eq!(z.len(), sorted.len());
+                let rev: Vec<_> = z
+                    .range(0, z.len(), true)
+                    .map(|(m, s)| (m.to_vec(), s))
+                    .collect();
+                assert_eq!(rev, sorted.iter().rev().cloned().collect::<Vec<_>>());
+                for (i, (m, s)) in sorted.iter().enumerate() {
+                    assert_eq!(z.rank(m), Some((i, *s)));
+                    assert_eq!(z.get(i), Some((&m[..], *s)));
+                }
+                for b in [-60.0, -3.0, 0.0, 10.0, 60.0] {
+                    let want = sorted.iter().filter(|e| e.1 < b).count();
+                    assert_eq!(z.rank_by_score(b, false), want);
+                    let want = sorted.iter().filter(|e| e.1 <= b).count();
+                    assert_eq!(z.rank_by_score(b, true), want);
+                }
+                if sorted.len() > 3 {
+                    let a = rng.usize(..sorted.len());
+                    let n = rng.usize(..sorted.len());
+                    let fwd: Vec<_> = z.range(a, a + n, false).map(|(m, _)| m.to_vec()).collect();
+                    let want: Vec<_> = sorted.iter().skip(a).take(n).map(|e| e.0.clone()).collect();
+                    assert_eq!(fwd, want);
+                }
+                let mut seen = Vec::new();
+                let mut cursor = 0;
+                loop {
+                    cursor = z.scan(cursor, 7, |m, _| seen.push(m.to_vec()));
+                    if cursor == 0 {
+                        break;
+                    }
+                }
+                seen.sort();
+                let mut all: Vec<_> = sorted.iter().map(|e| e.0.clone()).collect();
+                all.sort();
+                assert_eq!(seen, all);
+            }
+        }
+        assert_eq!(z.clone(), z);
+    }
+
+    #[test]
+    fn listpack_matches_model() {
+        check_against_model(
+            Limits {
+                max_entries: usize::MAX,
+                max_value: 64,
+            },
+            3000,
+            1,
+        );
+    }
+
+    #[test]
+    fn big_encoding_matches_model() {
+        check_against_model(
+            Limits {
+                max_entries: 0,
+                max_value: 64,
+            },
+            20_000,
+            2,
+        );
+    }
+
+    #[test]
+    fn mixed_encoding_matches_model() {
+        check_against_model(SMALL, 20_000, 3);
+    }
+
+    #[test]
+    fn large_tree_ranks_and_shrink() {
+        let lim = Limits {
+            max_entries: 0,
+            max_value: 64,
+        };
+        let mut z = ZSet::new(lim, 1);
+        let n = 100_000;
+        for i in (0..n).rev() {
+            z.insert(format!("{i:08}").as_bytes(), (i / 3) as f64, lim);
+        }
+        assert_eq!(z.len(), n);
+        for i in (0..n).step_by(997) {
+            assert_eq!(z.rank(format!("{i:08}").as_bytes()).map(|r| r.0), Some(i));
+        }
+        assert_eq!(z.rank_by_score(10.0, false), 30);
+        assert_eq!(z.remove_range(10, n - 10), n - 20);
+        assert_eq!(z.len(), 20);
+        let got: Vec<_> = z.iter().map(|(m, _)| m.to_vec()).collect();
+        let want: Vec<_> = (0..10)
+            .chain(n - 10..n)
+            .map(|i| format!("{i:08}").into_bytes())
+            .collect();
+        assert_eq!(got, want);
+        assert_eq!(z.pop(true, 100).len(), 20);
+        assert!(z.is_empty());
+        assert!(z.heap_bytes() > 0);
+    }
+
+    #[test]
+    fn equality_ignores_encoding_layout() {
+        let big = Limits {
+            max_entries: 0,
+            max_value: 64,
+        };
+        let mut a = ZSet::new(SMALL, 1);
+        let mut b = ZSet::new(big, 1);
+        for (m, s) in [(&b"x"[..], 1.0), (b"y", 0.5)] {
+            a.insert(m, s, SMALL);
+            b.insert(m, s, big);
+        }
+        assert_eq!(a, b);
+        b.insert(b"y", 0.25, big);
+        assert_ne!(a, b);
     }
 }

@@ -33,6 +33,7 @@ pub const COMMANDS: &[CommandSpec] = &[container(
         spec("client|kill", -3, ADMIN_NS, KeySpec::None, kill),
         spec("client|pause", -3, ADMIN_NS, KeySpec::None, pause),
         spec("client|unpause", 2, ADMIN_NS, KeySpec::None, unpause),
+        spec("client|unblock", -3, ADMIN_NS, KeySpec::None, unblock),
         spec("client|reply", 3, NS, KeySpec::None, reply),
         spec("client|no-evict", 3, ADMIN_NS, KeySpec::None, no_evict),
         spec("client|no-touch", 3, NS, KeySpec::None, no_touch),
@@ -325,6 +326,30 @@ fn unpause(ctx: &mut Ctx<'_>, _args: Args<'_>) {
     p.until_ms.store(0, Ordering::Release);
     ctx.server.wake_all();
     ctx.out.ok();
+}
+
+/// CLIENT UNBLOCK id [TIMEOUT|ERROR]: ends another client's wait in a
+/// blocking command, as a timeout (the default) or with an UNBLOCKED error;
+/// replies 1 if that client was blocked, else 0.
+fn unblock(ctx: &mut Ctx<'_>, args: Args<'_>) {
+    if args.len() > 4 {
+        return subcommand_syntax_error(ctx, args);
+    }
+    let error = match args.try_get(3) {
+        None => false,
+        Some(r) if is(r, "timeout") => false,
+        Some(r) if is(r, "error") => true,
+        Some(_) => {
+            return ctx
+                .out
+                .error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
+        }
+    };
+    let Some(id) = ctx.int_arg(args.get(2)) else {
+        return;
+    };
+    let done = u64::try_from(id).is_ok_and(|id| crate::blocking::unblock(ctx.server, id, error));
+    ctx.out.int(i64::from(done));
 }
 
 /// CLIENT REPLY ON|OFF|SKIP: turns replies to this connection on or off,

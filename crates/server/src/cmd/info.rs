@@ -211,11 +211,14 @@ fn clients_section(server: &Server, w: &mut Lines<'_>) {
     );
     w.kv("client_recent_max_input_buffer", max_in);
     w.kv("client_recent_max_output_buffer", max_out);
-    w.zeros(&[
-        "blocked_clients",
-        "tracking_clients",
-        "clients_in_timeout_table",
-    ]);
+    // Redis counts clients held back by CLIENT PAUSE as blocked too.
+    let blocked = clients
+        .iter()
+        .filter(|c| c.flags.load(Ordering::Relaxed) & cflags::BLOCKED != 0)
+        .count();
+    w.kv("blocked_clients", blocked);
+    w.kv("tracking_clients", 0);
+    w.kv("clients_in_timeout_table", server.blocking.with_deadline());
 }
 
 /// Memory figures shared by INFO memory and MEMORY STATS / DOCTOR.
@@ -421,10 +424,7 @@ fn persistence_section(server: &Server, w: &mut Lines<'_>) {
     ]);
     w.kv("current_fork_perc", "0.00");
     w.zeros(&["current_save_keys_processed", "current_save_keys_total"]);
-    w.kv(
-        "rdb_changes_since_last_save",
-        server.dirty.load(Ordering::Relaxed),
-    );
+    w.kv("rdb_changes_since_last_save", server.dirty());
     w.kv("rdb_bgsave_in_progress", 0);
     w.kv(
         "rdb_last_save_time",

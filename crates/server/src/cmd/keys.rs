@@ -314,6 +314,7 @@ fn rename_generic(ctx: &mut Ctx<'_>, args: Args<'_>, nx: bool) {
     // One change for both keys, as Redis counts it.
     ctx.keys.signal_modified(ctx.db, src);
     ctx.modified(dst);
+    ctx.signal_ready(dst);
     done(ctx.out, true);
 }
 
@@ -332,6 +333,7 @@ fn move_cmd(ctx: &mut Ctx<'_>, args: Args<'_>) {
     }
     ctx.keys.signal_modified(dst, key);
     ctx.modified(key);
+    ctx.signal_ready_in(dst, key);
     ctx.out.int(1);
 }
 
@@ -374,6 +376,7 @@ fn copy(ctx: &mut Ctx<'_>, args: Args<'_>) {
     }
     ctx.keys.set_entry(dst_db, dst, copied);
     modified_in(ctx, dst_db, dst);
+    ctx.signal_ready_in(dst_db, dst);
     ctx.out.int(1);
 }
 
@@ -468,6 +471,7 @@ fn swapdb(ctx: &mut Ctx<'_>, args: Args<'_>) {
     }
     if ids[0] != ids[1] {
         ctx.keys.swap_db(ids[0], ids[1]);
+        crate::blocking::signal_existing(ctx, &ids);
     }
     ctx.dirty += 1;
     ctx.out.ok();

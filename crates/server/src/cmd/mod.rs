@@ -5,6 +5,8 @@
 //! them into the single table that names, arities, flags and key positions
 //! come from (dispatch, locking, COMMAND and MULTI all read it).
 
+pub mod bitops;
+pub mod blocking;
 pub mod client;
 pub mod command;
 pub mod config;
@@ -12,11 +14,16 @@ pub mod connection;
 pub mod docs;
 pub mod expire;
 pub mod function;
+pub mod hash;
 pub mod info;
 pub mod keys;
+pub mod list;
 pub mod multi;
 pub mod server;
+pub mod set;
+pub mod sort;
 pub mod string;
+pub mod zset;
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -154,19 +161,27 @@ impl CommandSpec {
 
 /// Expands a (first, last, step) triple over `argc` arguments.
 fn range_keys(argc: usize, first: i32, last: i32, step: i32) -> Vec<usize> {
-    if first <= 0 || step <= 0 {
-        return Vec::new();
-    }
+    key_range(argc, first, last, step).collect()
+}
+
+/// The argument indices a (first, last, step) triple names over `argc`
+/// arguments, without allocating (the dispatcher locks from it directly).
+pub fn key_range(argc: usize, first: i32, last: i32, step: i32) -> impl Iterator<Item = usize> {
+    let valid = first > 0 && step > 0;
     let last = if last < 0 {
         argc as i64 + last as i64
     } else {
         last as i64
     };
-    let last = last.min(argc as i64 - 1);
-    (first as i64..=last)
-        .step_by(step as usize)
+    // An invalid triple names no keys: `1..=0` is empty.
+    let (first, last) = if valid {
+        (first as i64, last.min(argc as i64 - 1))
+    } else {
+        (1, 0)
+    };
+    (first..=last)
+        .step_by(step.max(1) as usize)
         .map(|i| i as usize)
-        .collect()
 }
 
 /// Shorthand for a table entry; most fields are positional in the families.
@@ -233,7 +248,7 @@ pub struct CmdRef {
 
 /// The merged command table.
 pub struct Table {
-    by_name: HashMap<&'static str, CmdRef>,
+    by_name: HashMap<&'static str, CmdRef, ahash::RandomState>,
     /// Every command and subcommand, indexed by id.
     pub all: Vec<&'static CommandSpec>,
 }
@@ -241,20 +256,27 @@ pub struct Table {
 impl Table {
     fn build() -> Table {
         let families: &[&'static [CommandSpec]] = &[
+            bitops::COMMANDS,
+            blocking::COMMANDS,
             client::COMMANDS,
             command::COMMANDS,
             config::COMMANDS,
             connection::COMMANDS,
             expire::COMMANDS,
             function::COMMANDS,
+            hash::COMMANDS,
             info::COMMANDS,
             keys::COMMANDS,
+            list::COMMANDS,
             multi::COMMANDS,
             server::COMMANDS,
+            sort::COMMANDS,
+            set::COMMANDS,
             string::COMMANDS,
+            zset::COMMANDS,
         ];
         let mut t = Table {
-            by_name: HashMap::new(),
+            by_name: HashMap::default(),
             all: Vec::new(),
         };
         for fam in families {
@@ -326,6 +348,9 @@ pub struct Ctx<'a> {
     /// Keys that received elements clients may be blocked waiting for
     /// (Redis's `signalKeyAsReady`), as (db, key).
     pub ready: Vec<(usize, Box<[u8]>)>,
+    /// Blocking commands must not block (inside EXEC): they reply as if
+    /// they timed out at once, like Redis's CLIENT_DENY_BLOCKING.
+    pub deny_blocking: bool,
 }
 
 impl Ctx<'_> {
@@ -339,10 +364,13 @@ impl Ctx<'_> {
     /// Records that `key` received elements (LPUSH, ZADD, …), so clients
     /// blocked on it get served once this command finishes.
     pub fn signal_ready(&mut self, key: &[u8]) {
-        let db = self.db;
-        if !self.ready.iter().any(|(d, k)| *d == db && &k[..] == key) {
-            self.ready.push((db, key.into()));
-        }
+        self.signal_ready_in(self.db, key);
+    }
+
+    /// [`Ctx::signal_ready`] for a key of database `db` (MOVE, COPY ... DB,
+    /// SWAPDB).
+    pub fn signal_ready_in(&mut self, db: usize, key: &[u8]) {
+        crate::blocking::mark_ready(self.server, &mut self.ready, db, key);
     }
 
     /// Parses an integer argument, replying Redis's error if it is not one.

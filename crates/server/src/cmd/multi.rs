@@ -91,6 +91,8 @@ fn exec(ctx: &mut Ctx<'_>, _args: Args<'_>) {
         return;
     }
     unwatch_in(&mut ctx.keys, ctx.session);
+    // Blocking commands run inside the transaction reply at once.
+    ctx.deny_blocking = true;
     ctx.out.array(queued.queue.len());
     for (cmd, args) in &queued.queue {
         ctx.keys.refresh_clock();
@@ -172,13 +174,7 @@ pub fn unwatch_all(server: &Server, session: &mut Session) {
         return;
     }
     let ks = &server.keyspace;
-    let mut keys = ks.lock_shards(
-        session
-            .watched
-            .iter()
-            .map(|(_, k)| ks.shard_of(k))
-            .collect(),
-    );
+    let mut keys = ks.lock_shards(session.watched.iter().map(|(_, k)| ks.shard_of(k)));
     unwatch_in(&mut keys, session);
 }
 

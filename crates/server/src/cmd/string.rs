@@ -698,8 +698,8 @@ fn decrby(ctx: &mut Ctx<'_>, args: Args<'_>) {
 }
 
 /// A float as Redis's `string2ld` accepts it (strtod syntax, no spaces, no
-/// NaN, not too long).
-fn parse_float(b: &[u8]) -> Option<f64> {
+/// NaN, not too long). Shared with HINCRBYFLOAT.
+pub(crate) fn parse_float(b: &[u8]) -> Option<f64> {
     if b.len() >= MAX_FLOAT_CHARS {
         return None;
     }

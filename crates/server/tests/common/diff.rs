@@ -146,8 +146,107 @@ pub fn normalise(cmd: &[Vec<u8>], reply: Vec<u8>) -> Vec<u8> {
             }
             reply
         }
+        // Hashes under `unordered:` keys are meant to become hashtables,
+        // whose iteration order is unspecified: sort their items (pairs
+        // where the reply has values; HSCAN keeps its cursor first).
+        "HGETALL" | "HKEYS" | "HVALS" | "HSCAN" | "HRANDFIELD"
+            if cmd.get(1).is_some_and(|k| k.starts_with(b"unordered:")) =>
+        {
+            let with_values = name == "HGETALL"
+                || name == "HSCAN"
+                || cmd.iter().any(|a| a.eq_ignore_ascii_case(b"WITHVALUES"));
+            let head_lines = if name == "HSCAN" { 4 } else { 1 };
+            sort_bulk_items(reply, head_lines, if with_values { 2 } else { 1 })
+        }
+        // Hashtable sets iterate in an unspecified order (intsets are
+        // ascending, which the set integration tests check exactly).
+        "SMEMBERS" | "SINTER" | "SUNION" | "SDIFF" => sort_bulk_items(reply, 1, 1),
+        "SSCAN" => sort_bulk_items(reply, 4, 1),
+        // ZSCAN of a skiplist walks in an unspecified order (the
+        // generator asks for everything in one call): member/score pairs.
+        "ZSCAN" => sort_bulk_items(reply, 4, 2),
+        // ZRANDMEMBER with a positive count of at least the set's size
+        // returns the whole set in reverse order in both servers; any other reply
+        // is random and compared by shape only.
+        "ZRANDMEMBER" => {
+            let count = cmd
+                .get(2)
+                .and_then(|c| std::str::from_utf8(c).ok()?.parse::<i64>().ok());
+            let per = if cmd.len() > 3 { 2 } else { 1 };
+            let members = match reply.first() {
+                Some(b'*') => std::str::from_utf8(&reply[1..])
+                    .ok()
+                    .and_then(|r| r.split("\r\n").next()?.parse::<i64>().ok())
+                    .map(|n| n / per),
+                _ => None,
+            };
+            match (count, members) {
+                (Some(c), Some(n)) if c > 0 && n < c => reply,
+                _ => mask_bulk_items(reply),
+            }
+        }
+        // Random members: a whole set (fewer members than a positive count
+        // asked for) is compared sorted, anything else only by shape.
+        "SPOP" | "SRANDMEMBER" => {
+            let count = cmd
+                .get(2)
+                .and_then(|c| std::str::from_utf8(c).ok()?.parse::<i64>().ok());
+            let whole = match (count, reply.first()) {
+                (Some(c), Some(b'*')) => std::str::from_utf8(&reply[1..])
+                    .ok()
+                    .and_then(|r| r.split("\r\n").next()?.parse::<i64>().ok())
+                    .is_some_and(|n| c > 0 && n < c),
+                _ => false,
+            };
+            if whole {
+                sort_bulk_items(reply, 1, 1)
+            } else {
+                mask_bulk_items(reply)
+            }
+        }
         _ => reply,
     }
+}
+
+/// Replaces every bulk string of a reply (a single bulk or a flat array of
+/// them) by a placeholder, keeping only the reply's shape.
+fn mask_bulk_items(reply: Vec<u8>) -> Vec<u8> {
+    let text = String::from_utf8_lossy(&reply).into_owned();
+    let mut lines: Vec<&str> = text.split("\r\n").collect();
+    lines.pop();
+    let mut out = Vec::new();
+    let mut skip = false;
+    for l in lines {
+        if skip {
+            skip = false;
+            continue;
+        }
+        if l.starts_with('$') && l != "$-1" {
+            out.push("$<member>");
+            skip = true;
+        } else {
+            out.push(l);
+        }
+    }
+    format!("{}\r\n", out.join("\r\n")).into_bytes()
+}
+
+/// Sorts the bulk strings of a flat reply after its first `head_lines`
+/// lines, in groups of `group` consecutive items (field/value pairs stay
+/// together). Replies of other shapes (errors, nulls) are left alone.
+fn sort_bulk_items(reply: Vec<u8>, head_lines: usize, group: usize) -> Vec<u8> {
+    let text = String::from_utf8_lossy(&reply).into_owned();
+    let mut lines: Vec<&str> = text.split("\r\n").collect();
+    // The split leaves an empty string after the final CRLF.
+    lines.pop();
+    if lines.len() <= head_lines || !lines[head_lines].starts_with('$') {
+        return reply;
+    }
+    let items = lines.split_off(head_lines);
+    let mut groups: Vec<String> = items.chunks(2 * group).map(|c| c.join("\r\n")).collect();
+    groups.sort();
+    lines.extend(groups.iter().map(String::as_str));
+    format!("{}\r\n", lines.join("\r\n")).into_bytes()
 }
 
 fn show(args: &[Vec<u8>]) -> String {

@@ -61,6 +61,11 @@ impl Server {
         redis::Client::open(format!("redis://127.0.0.1:{}/", self.port)).expect("client")
     }
 
+    /// The server's process id (to read its memory use from /proc).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// The child process (to check exit status).
     pub fn child(&mut self) -> &mut Child {
         &mut self.child
