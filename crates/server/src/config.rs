@@ -1075,7 +1075,7 @@ fn normalise_special(name: &str, raw: &str) -> Result<String, String> {
     let words: Vec<&str> = raw.split_whitespace().collect();
     match name {
         "save" => {
-            if words.len() % 2 != 0 {
+            if !words.len().is_multiple_of(2) {
                 return Err("Invalid save parameters".into());
             }
             for w in &words {
@@ -1102,7 +1102,7 @@ fn normalise_special(name: &str, raw: &str) -> Result<String, String> {
             _ => Err("Invalid socket file permissions".into()),
         },
         "client-output-buffer-limit" => {
-            if words.len() % 4 != 0 || words.is_empty() {
+            if !words.len().is_multiple_of(4) || words.is_empty() {
                 return Err("Wrong number of arguments in buffer limit configuration.".into());
             }
             let mut out = Vec::new();

@@ -44,7 +44,7 @@ impl Drop for Redis {
 
 pub fn start_redis() -> Redis {
     let port = super::free_port();
-    let child = Command::new("redis-server")
+    let mut child = Command::new("redis-server")
         .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -57,6 +57,8 @@ pub fn start_redis() -> Redis {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+    let _ = child.kill();
+    let _ = child.wait();
     panic!("redis-server did not start");
 }
 
