@@ -282,6 +282,8 @@ impl Worker {
         if !conn.finish_blocked(&server, waiter, reply, failed) {
             return;
         }
+        self.deadlines
+            .remove(&(waiter.deadline_ms, waiter.client.id));
         match conn.process_input(&server) {
             Ok(()) if !conn.paused && !conn.is_blocked() => self.more_input.push(idx),
             Ok(()) => {}
@@ -312,6 +314,10 @@ impl Worker {
         };
         conn.stream.deregister(self.poll.registry());
         self.by_id.remove(&conn.session.id);
+        if let Some(b) = &conn.session.blocked {
+            self.deadlines
+                .remove(&(b.waiter.deadline_ms, conn.session.id));
+        }
         crate::dispatch::on_disconnect(&self.server, &mut conn.session);
         self.server.clients.remove(conn.session.id);
     }

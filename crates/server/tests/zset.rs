@@ -298,7 +298,7 @@ fn set_operations_accept_sets() {
             &mut c,
             &["ZUNION", "2", "a", "s", "WEIGHTS", "2", "3", "WITHSCORES"]
         ),
-        bulks(&["x", "5", "y", "4", "z", "3"])
+        bulks(&["z", "3", "y", "4", "x", "5"])
     );
     assert_eq!(ok(&mut c, &["ZDIFF", "2", "a", "s"]), bulks(&["y"]));
     assert_eq!(ok(&mut c, &["ZINTERCARD", "3", "a", "b", "s"]), int(0));

@@ -1161,4 +1161,27 @@ mod tests {
         assert_eq!(k.random_key(3, &mut rng).as_deref(), Some(&b"a"[..]));
         assert_eq!(k.random_key(0, &mut rng), None);
     }
+
+    #[test]
+    fn try_hold_takes_free_shards_only() {
+        let ks = Keyspace::new(1, 64);
+        let a: &[u8] = b"a";
+        let b = (0..)
+            .map(|i| format!("b{i}").into_bytes())
+            .find(|b| ks.shard_of(b) != ks.shard_of(a))
+            .unwrap();
+        let mut k = ks.lock_keys([a]);
+        assert!(k.try_hold(a));
+        let busy = ks.lock_keys([b.as_slice()]);
+        assert!(!k.try_hold(&b));
+        drop(busy);
+        assert!(k.try_hold(&b));
+        // Both shards are usable through the view now.
+        k.set(0, a, s(b"1"));
+        k.set(0, &b, s(b"2"));
+        assert!(k.contains(0, a) && k.contains(0, &b));
+        drop(k);
+        assert!(ks.lock_all().try_hold(&b));
+        assert!(!ks.lock_dynamic().try_hold(a));
+    }
 }

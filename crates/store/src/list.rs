@@ -433,9 +433,9 @@ impl List {
         }))
     }
 
-    /// An empty list with the same node options as this one.
-    pub fn new_like(&self) -> List {
-        List::new(i64::from(self.0.fill))
+    /// The node fill this list was created with (see [`List::new`]).
+    pub fn fill(&self) -> i64 {
+        i64::from(self.0.fill)
     }
 
     /// The encoding name OBJECT ENCODING reports (Redis 7.0 has only one).

@@ -71,7 +71,12 @@ impl<B: AsRef<[u8]>> Member<B> {
 }
 
 /// An integer width an intset can store its members in.
-trait Width: Copy + Ord + Into<i64> + TryFrom<i64> {}
+trait Width: Copy + Ord + Into<i64> + TryFrom<i64> {
+    /// The value widened to `i64`.
+    fn into_i64(self) -> i64 {
+        self.into()
+    }
+}
 impl Width for i16 {}
 impl Width for i32 {}
 impl Width for i64 {}
@@ -143,7 +148,7 @@ impl IntSet {
 
     /// The `i`-th smallest member; `i` must be below `len`.
     fn get(&self, i: usize) -> i64 {
-        with_vec!(self, v => v[i].into())
+        with_vec!(self, v => v[i].into_i64())
     }
 
     fn contains(&self, x: i64) -> bool {
@@ -171,7 +176,7 @@ impl IntSet {
 
     /// Removes and returns the `i`-th smallest member (`i < len`).
     fn remove_at(&mut self, i: usize) -> i64 {
-        with_vec!(self, v => v.remove(i).into())
+        with_vec!(self, v => v.remove(i).into_i64())
     }
 
     fn heap_bytes(&self) -> usize {
@@ -307,7 +312,7 @@ impl Set {
             Repr::Ints(_) => match parse_i64(member) {
                 Some(x) => self.insert_int(x, max_intset),
                 None => {
-                    let t = self.to_table();
+                    let t = self.ensure_table();
                     table_insert(t, member)
                 }
             },
@@ -332,7 +337,7 @@ impl Set {
                     return false;
                 }
                 if s.len() > max_intset.min(INTSET_MAX_ENTRIES_CAP) {
-                    self.to_table();
+                    self.ensure_table();
                 }
                 true
             }
@@ -342,7 +347,7 @@ impl Set {
 
     /// Converts an intset to a hashtable (no-op for a hashtable) and returns
     /// the table.
-    fn to_table(&mut self) -> &mut Table {
+    fn ensure_table(&mut self) -> &mut Table {
         if let Repr::Ints(s) = &self.repr {
             let mut t = Table::new();
             t.reserve(s.len());

@@ -18,7 +18,7 @@ pub enum Value {
     List(crate::list::List),
     /// A hash (`listpack` or `hashtable`).
     Hash(crate::hash::Hash),
-    /// A set (`intset`, `listpack` or `hashtable`).
+    /// A set (`intset` or `hashtable`).
     Set(crate::set::Set),
     /// A sorted set (`listpack` or `skiplist`).
     ZSet(crate::zset::ZSet),

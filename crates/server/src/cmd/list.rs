@@ -277,7 +277,7 @@ pub(crate) fn move_element(
         source.push(to, &v);
         return Ok(Some(v));
     }
-    let template = source.new_like();
+    let fill = source.fill();
     let dst_exists = lookup(keys, db, dst, Access::Write)?.is_some();
     let Some(v) = pop_range(keys, db, src, from, 1, |mut items| {
         items.next().map(Elem::to_vec)
@@ -290,7 +290,7 @@ pub(crate) fn move_element(
             d.push(to, &v);
         }
     } else {
-        let mut d = template;
+        let mut d = List::new(fill);
         d.push(to, &v);
         keys.set(db, dst, Value::List(d));
     }

@@ -81,13 +81,6 @@ const NUMKEYS: &str = "ERR numkeys should be greater than 0";
 const TOO_MANY_KEYS: &str = "ERR Number of keys can't be greater than number of args";
 const LIMIT_NEGATIVE: &str = "ERR LIMIT can't be negative";
 
-/// Ceiling on the reply SRANDMEMBER with a negative count may build when
-/// no hard `client-output-buffer-limit` is configured. Redis would try to
-/// write any count (up to 2^63 members); past this size the reply is cut
-/// and the connection closed, as Redis does once a client goes over its
-/// output limit.
-const RANDOM_REPLY_MAX_BYTES: usize = 512 << 20;
-
 /// How many random members are written between two checks of the reply's
 /// size.
 const RANDOM_REPLY_CHECK_EVERY: usize = 1024;
@@ -279,8 +272,9 @@ fn spop_one(ctx: &mut Ctx<'_>, key: &[u8]) {
         Err(WrongType) => return ctx.out.error(errors::WRONGTYPE),
         Ok(None) => return ctx.out.null(),
         Ok(Some(set)) => {
-            if let Some(m) = set.pop_random(&mut rng) {
-                reply_member(ctx.out, m.borrowed());
+            match set.pop_random(&mut rng) {
+                Some(m) => reply_member(ctx.out, m.borrowed()),
+                None => ctx.out.null(),
             }
             set.is_empty()
         }
@@ -379,16 +373,19 @@ fn srandmember_count(ctx: &mut Ctx<'_>, key: &[u8], count: &[u8]) {
 }
 
 /// How large a reply may grow before a command producing an unbounded
-/// number of elements gives up: the hard output-buffer limit of normal
-/// clients, or [`RANDOM_REPLY_MAX_BYTES`] without one.
+/// number of elements (SRANDMEMBER with a negative count, up to 2^63
+/// members) gives up: the hard output-buffer limit of normal clients, or
+/// `proto-max-bulk-len` when there is none. Redis would keep writing; past
+/// this size Vireo cuts the reply and closes the connection, as Redis does
+/// once a client goes over its output limit.
 fn reply_budget(ctx: &Ctx<'_>) -> usize {
-    let hard = ctx.server.config.hot.client_output_buffer_limits[0]
+    let hot = &ctx.server.config.hot;
+    let hard = hot.client_output_buffer_limits[0]
         .hard
         .load(Ordering::Relaxed);
-    match usize::try_from(hard) {
-        Ok(h) if h > 0 => h.min(RANDOM_REPLY_MAX_BYTES),
-        _ => RANDOM_REPLY_MAX_BYTES,
-    }
+    let cap = hot.proto_max_bulk_len.load(Ordering::Relaxed);
+    let budget = if hard > 0 { hard.min(cap) } else { cap };
+    usize::try_from(budget).unwrap_or(usize::MAX)
 }
 
 /// SMOVE source destination member: moves the member between sets

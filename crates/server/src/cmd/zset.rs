@@ -328,6 +328,14 @@ enum Added {
 
 /// Redis's `zsetAdd`: adds or updates one member under the ZADD flags.
 fn add_one(z: &mut ZSet, member: &[u8], score: f64, f: AddFlags, lim: Limits) -> Added {
+    if !(f.nx || f.xx || f.gt || f.lt || f.incr) {
+        // Plain ZADD: one lookup, the insert reports the previous score.
+        return match z.insert(member, score, lim) {
+            None => Added::New(score),
+            Some(old) if old != score => Added::Updated(score),
+            Some(old) => Added::Same(old),
+        };
+    }
     match z.score(member) {
         Some(cur) => {
             if f.nx {
