@@ -152,11 +152,20 @@ fn nx_xx_gt_lt_conditions() {
     assert_eq!(int(&mut con, &["EXPIRE", "k", "300", "LT"]), 0);
     assert_eq!(int(&mut con, &["EXPIRE", "k", "150", "XX", "LT"]), 1);
     assert_eq!(int(&mut con, &["TTL", "k"]), 150);
+    // Absolute times, so no clock tick between commands can make the two
+    // expiries differ.
+    assert_eq!(int(&mut con, &["PEXPIREAT", "k", "33000000000000"]), 1);
     assert_eq!(
-        int(&mut con, &["PEXPIRE", "k", "150000", "GT"]),
+        int(&mut con, &["PEXPIREAT", "k", "33000000000000", "GT"]),
         0,
         "equal is not greater"
     );
+    assert_eq!(
+        int(&mut con, &["PEXPIREAT", "k", "33000000000000", "LT"]),
+        0,
+        "equal is not less"
+    );
+    assert_eq!(int(&mut con, &["PEXPIRE", "k", "150000", "XX"]), 1);
     assert_eq!(int(&mut con, &["PEXPIRE", "k", "160000", "xx", "gt"]), 1);
     assert_eq!(int(&mut con, &["PERSIST", "k"]), 1);
     assert_eq!(int(&mut con, &["EXPIRE", "k", "10", "NX"]), 1);
