@@ -478,3 +478,20 @@ fn transactions_and_watch() {
         Value::Array(vec![int(1), int(7), bulks(&["a", "2", "b", "7"])])
     );
 }
+
+#[test]
+fn huge_negative_hrandfield_is_cut_and_closed() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    ok(&mut c, &["HSET", "h", "a", "1"]);
+    ok(&mut c, &["CONFIG", "SET", "proto-max-bulk-len", "1mb"]);
+    let out = raw_exchange(
+        srv.port,
+        b"HRANDFIELD h -9223372036854775807\r\nPING\r\n",
+        Duration::from_secs(30),
+    );
+    assert!(out.starts_with(b"*9223372036854775807\r\n$1\r\na\r\n"));
+    assert!(out.len() > 1 << 20 && out.len() < 2 << 20, "{}", out.len());
+    assert!(!out.ends_with(b"+PONG\r\n"));
+    assert_eq!(ok(&mut c, &["PING"]), Value::SimpleString("PONG".into()));
+}

@@ -440,7 +440,8 @@ fn redis_info_fields() -> Vec<(String, Vec<String>)> {
         .expect("redis-server must be installed (apt-get install redis-server)");
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut conn = loop {
-        if let Ok(s) = TcpStream::connect(("127.0.0.1", port)) {
+        if common::answers_ping(port) {
+            let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
             s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
             break Raw {
                 r: BufReader::new(s),
@@ -685,7 +686,7 @@ fn config_rewrite_writes_the_file() {
         .expect("spawn vireo");
     let _guard = KillOnDrop(child);
     let deadline = Instant::now() + Duration::from_secs(10);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+    while !common::answers_ping(port) {
         assert!(Instant::now() < deadline, "vireo did not start");
         std::thread::sleep(Duration::from_millis(20));
     }

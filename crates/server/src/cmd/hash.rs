@@ -49,17 +49,12 @@ pub const COMMANDS: &[CommandSpec] = &[
 /// size in between (Redis's `HRANDFIELD_RANDOM_SAMPLE_LIMIT`).
 const RANDOM_BATCH: usize = 1000;
 
-/// A reply that grows past this many bytes is cut short and the connection
-/// closed, as Redis closes a client past its output buffer limit: a huge
-/// negative HRANDFIELD count must not exhaust memory.
-pub(crate) const MAX_REPLY_BYTES: usize = 1 << 30;
-
 /// The key exists but does not hold a hash: the caller replies WRONGTYPE.
-pub(crate) struct WrongType;
+struct WrongType;
 
 /// The hash stored under `key` for reading (counts a keyspace hit or miss):
 /// `Ok(None)` when missing, `Err(WrongType)` for another type.
-pub(crate) fn read_hash<'k>(
+fn read_hash<'k>(
     keys: &'k mut Keys<'_>,
     db: usize,
     key: &[u8],
@@ -451,6 +446,10 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: Args<'_>) {
         return ctx.out.error("ERR value is out of range");
     }
     let n = usize::try_from(count.unsigned_abs()).unwrap_or(usize::MAX);
+    // A huge negative count must not exhaust memory: past the budget the
+    // reply is cut and the connection closed, as Redis closes a client
+    // over its output buffer limit.
+    let budget = super::set::reply_budget(ctx);
     let mut over_limit = false;
     read_or(
         ctx,
@@ -468,7 +467,7 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: Args<'_>) {
                 let batch = left.min(RANDOM_BATCH);
                 h.random_pairs(&mut rng, batch, |f, v| reply_pick(out, with_values, f, v));
                 left -= batch;
-                over_limit = out.len() > MAX_REPLY_BYTES;
+                over_limit = out.len() > budget;
             }
         },
     );
@@ -530,7 +529,7 @@ fn hscan(ctx: &mut Ctx<'_>, args: Args<'_>) {
 
 /// Replies a SCAN-family result: the cursor as a bulk string, then the
 /// items.
-pub(crate) fn reply_scan(out: &mut ReplyBuf, cursor: u64, items: &[&[u8]]) {
+fn reply_scan(out: &mut ReplyBuf, cursor: u64, items: &[&[u8]]) {
     out.array(2);
     out.bulk(itoa::Buffer::new().format(cursor).as_bytes());
     out.array(items.len());

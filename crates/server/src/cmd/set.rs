@@ -378,7 +378,7 @@ fn srandmember_count(ctx: &mut Ctx<'_>, key: &[u8], count: &[u8]) {
 /// `proto-max-bulk-len` when there is none. Redis would keep writing; past
 /// this size Vireo cuts the reply and closes the connection, as Redis does
 /// once a client goes over its output limit.
-fn reply_budget(ctx: &Ctx<'_>) -> usize {
+pub(crate) fn reply_budget(ctx: &Ctx<'_>) -> usize {
     let hot = &ctx.server.config.hot;
     let hard = hot.client_output_buffer_limits[0]
         .hard

@@ -22,6 +22,26 @@ pub fn free_port() -> u16 {
         .expect("free port")
 }
 
+/// Whether a server on `port` answers PING (with PONG, or an error such as
+/// NOAUTH). A bare successful connect is not enough: on loopback, connecting
+/// to a free port in the ephemeral range can succeed as a TCP self-connect
+/// (source port == destination port), which once let a test start talking
+/// before the server existed; a self-connected socket echoes `PING` back.
+pub fn answers_ping(port: u16) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    if s.local_addr().map(|a| a.port()).ok() == Some(port) {
+        return false;
+    }
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    let mut first = [0u8; 1];
+    s.write_all(b"PING\r\n").is_ok()
+        && s.read_exact(&mut first).is_ok()
+        && matches!(first[0], b'+' | b'-')
+}
+
 impl Server {
     /// Starts `vireo --port P --bind 127.0.0.1` plus `extra` arguments and
     /// waits until it accepts connections.
@@ -37,7 +57,7 @@ impl Server {
                 .expect("spawn vireo");
             let deadline = Instant::now() + Duration::from_secs(10);
             while Instant::now() < deadline {
-                if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                if answers_ping(port) {
                     return Server { child, port };
                 }
                 if let Ok(Some(_)) = child.try_wait() {
