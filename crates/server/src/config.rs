@@ -813,7 +813,8 @@ impl Config {
         self.raw(name).parse().unwrap_or(0)
     }
 
-    fn flag(&self, name: &str) -> bool {
+    /// A yes/no parameter by name.
+    pub fn flag(&self, name: &str) -> bool {
         self.raw(name) == "yes"
     }
 

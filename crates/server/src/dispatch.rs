@@ -59,6 +59,10 @@ pub fn run(server: &Server, session: &mut Session, out: &mut ReplyBuf, args: Arg
         }
         return Outcome::Done;
     }
+    if let Some(msg) = persistence_rejection(server, session, cmd) {
+        reject(server, session, out, Some(cmd), msg);
+        return Outcome::Done;
+    }
     if session.in_multi()
         && !matches!(
             spec.name,
@@ -224,6 +228,26 @@ fn oom_rejection(server: &Server, session: &Session, cmd: CmdRef) -> Option<&'st
                 .is_some_and(|m| m.queue.iter().any(|(c, _)| c.spec.has(flags::DENYOOM))));
     (grows && crate::alloc::used_memory() as u64 > limit)
         .then_some("OOM command not allowed when used memory > 'maxmemory'.")
+}
+
+/// Redis's refusals for persistence reasons: writes (and PING) while the
+/// last background save failed under `stop-writes-on-bgsave-error`, and
+/// anything not flagged `loading` while the dataset loads.
+fn persistence_rejection(server: &Server, session: &Session, cmd: CmdRef) -> Option<&'static str> {
+    let spec = cmd.spec;
+    let writes = spec.has(flags::WRITE)
+        || (spec.name == "exec"
+            && session
+                .multi
+                .as_ref()
+                .is_some_and(|m| m.queue.iter().any(|(c, _)| c.spec.has(flags::WRITE))));
+    if (writes || spec.name == "ping") && crate::rdb::writes_denied(server) {
+        return Some("MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.");
+    }
+    if server.rdb.loading.load(Ordering::Acquire) && !spec.has(flags::LOADING) {
+        return Some("LOADING Redis is loading the dataset in memory");
+    }
+    None
 }
 
 /// CLIENT PAUSE WRITE holds back commands that may write; PAUSE ALL holds

@@ -12,6 +12,7 @@ pub mod cron;
 pub mod dispatch;
 pub mod listener;
 pub mod metrics;
+pub mod rdb;
 pub mod server;
 pub mod session;
 pub mod worker;
@@ -21,7 +22,7 @@ use std::sync::Arc;
 use std::thread;
 
 use config::Config;
-use server::{Server, REDIS_VERSION, VIREO_VERSION};
+use server::{Server, ShutdownSave, REDIS_VERSION, VIREO_VERSION};
 
 /// Runs the server with redis-server style arguments (`[file.conf]
 /// [--name value ...]`, program name excluded). Returns the exit status.
@@ -40,7 +41,7 @@ pub fn run(args: &[String]) -> i32 {
             .unwrap_or(1),
         n => n,
     };
-    let server = Arc::new(Server::new(config, threads));
+    let server = Server::new(config, threads).into_arc();
     match start(server) {
         Ok(()) => 0,
         Err(e) => {
@@ -87,6 +88,9 @@ fn init_logging(config: &Config) {
 /// waits until a signal or SHUTDOWN stops them.
 pub fn start(server: Arc<Server>) -> std::io::Result<()> {
     let listeners = listener::Listeners::bind(&server)?;
+    if rdb::dump_path(&server).exists() {
+        server.rdb.loading.store(true, Ordering::Release);
+    }
     let (accept_poll, accept_waker) = listener::create_poll()?;
     let nworkers = server.worker_stats.len();
     let mut polls = Vec::new();
@@ -124,7 +128,14 @@ pub fn start(server: Arc<Server>) -> std::io::Result<()> {
         std::process::id(),
         server.bound_port.load(Ordering::Relaxed)
     );
-    tracing::info!("Ready to accept connections");
+    // Clients may connect while the dump loads; they get -LOADING.
+    let loaded = rdb::load_at_startup(&server);
+    if let Err(msg) = &loaded {
+        server.shutting_down.store(true, Ordering::Release);
+        tracing::error!("{msg}");
+    } else {
+        tracing::info!("Ready to accept connections");
+    }
     // Stopping: the signal thread or SHUTDOWN sets the flag and wakes us all.
     while !server.shutting_down.load(Ordering::Acquire) {
         thread::park_timeout(std::time::Duration::from_millis(100));
@@ -139,7 +150,7 @@ pub fn start(server: Arc<Server>) -> std::io::Result<()> {
         let _ = std::fs::remove_file(path);
     }
     tracing::info!("Vireo is now ready to exit, bye bye...");
-    Ok(())
+    loaded.map_err(std::io::Error::other)
 }
 
 /// SIGTERM and SIGINT start a clean shutdown.
@@ -149,12 +160,19 @@ fn watch_signals(server: Arc<Server>, accept_waker: Arc<mio::Waker>) -> std::io:
     thread::Builder::new()
         .name("vireo-signals".into())
         .spawn(move || {
-            if let Some(sig) = signals.forever().next() {
+            for sig in signals.forever() {
                 let name = if sig == SIGINT { "SIGINT" } else { "SIGTERM" };
                 tracing::warn!("Received {name} scheduling shutdown...");
-                server.shutting_down.store(true, Ordering::Release);
-                let _ = accept_waker.wake();
-                server.wake_all();
+                // As in Redis, a failed final save keeps the server running.
+                match server.prepare_shutdown(ShutdownSave::Default, false) {
+                    Ok(()) => {
+                        let _ = accept_waker.wake();
+                        break;
+                    }
+                    Err(_) => tracing::warn!(
+                        "{name} received but errors trying to shut down the server, check the logs for more information"
+                    ),
+                }
             }
         })?;
     Ok(())

@@ -2,7 +2,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::Instant;
 
 use parking_lot::Mutex;
@@ -179,6 +179,10 @@ pub struct Server {
     pub used_memory_peak: AtomicU64,
     /// Latency monitor, instantaneous rates, startup memory.
     pub metrics: Metrics,
+    /// Snapshot and loading state (SAVE, BGSAVE, INFO persistence).
+    pub rdb: crate::rdb::RdbState,
+    /// This server's own `Arc`, for commands that start background work.
+    self_ref: OnceLock<Weak<Server>>,
 }
 
 impl Server {
@@ -207,7 +211,28 @@ impl Server {
             bound_port: AtomicU64::new(0),
             used_memory_peak: AtomicU64::new(0),
             metrics: Metrics::new(),
+            rdb: crate::rdb::RdbState::default(),
+            self_ref: OnceLock::new(),
         }
+    }
+
+    /// Wraps the server in the `Arc` every thread shares, remembering it so
+    /// that [`Server::arc`] works from a `&Server`.
+    pub fn into_arc(self) -> Arc<Server> {
+        let arc = Arc::new(self);
+        let _ = arc.self_ref.set(Arc::downgrade(&arc));
+        arc
+    }
+
+    /// The shared handle of this server (made by [`Server::into_arc`]).
+    ///
+    /// # Panics
+    /// If the server was not made with [`Server::into_arc`].
+    pub fn arc(&self) -> Arc<Server> {
+        self.self_ref
+            .get()
+            .and_then(Weak::upgrade)
+            .expect("the server is shared through Server::into_arc")
     }
 
     /// Zeroes the statistics CONFIG RESETSTAT resets.
@@ -264,18 +289,62 @@ impl Server {
 
     /// Changes since the last save (`rdb_changes_since_last_save`).
     pub fn dirty(&self) -> u64 {
-        let total: u64 = self
-            .worker_stats
+        self.total_dirty()
+            .saturating_sub(self.dirty_at_last_save.load(Ordering::Relaxed))
+    }
+
+    /// Changes since start.
+    pub fn total_dirty(&self) -> u64 {
+        self.worker_stats
             .iter()
             .map(|w| w.dirty.load(Ordering::Relaxed))
-            .sum();
-        total.saturating_sub(self.dirty_at_last_save.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// What SHUTDOWN (or SIGTERM) does before the server stops: holds every
+    /// client's further commands back (so no write is acknowledged after the
+    /// final save and then lost), saves when `save` says so, and sets the
+    /// stop flag. On a failed save the hold is lifted, the server keeps
+    /// running and Err says why, unless `force`.
+    pub fn prepare_shutdown(&self, save: ShutdownSave, force: bool) -> Result<(), String> {
+        let must_save = match save {
+            ShutdownSave::Save => true,
+            ShutdownSave::NoSave => false,
+            ShutdownSave::Default => !self.config.save_params().is_empty(),
+        };
+        self.pause.until_ms.store(u64::MAX, Ordering::Release);
+        self.pause.mode.store(2, Ordering::Release);
+        if must_save {
+            tracing::info!("Saving the final RDB snapshot before exiting.");
+            if let Err(e) = crate::rdb::save(&self.arc()) {
+                tracing::warn!("Error trying to save the DB, can't exit: {e}");
+                if !force {
+                    self.pause.mode.store(0, Ordering::Release);
+                    self.wake_all();
+                    return Err("Errors trying to SHUTDOWN. Check logs.".into());
+                }
+            }
+        }
+        self.shutting_down.store(true, Ordering::Release);
+        self.wake_all();
+        Ok(())
     }
 
     /// Seconds since start.
     pub fn uptime_s(&self) -> u64 {
         self.started.elapsed().as_secs()
     }
+}
+
+/// Whether SHUTDOWN saves first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShutdownSave {
+    /// SHUTDOWN SAVE: always.
+    Save,
+    /// SHUTDOWN NOSAVE: never.
+    NoSave,
+    /// Plain SHUTDOWN or SIGTERM: when `save` points are configured.
+    Default,
 }
 
 /// 40 hex characters, like Redis's run id.

@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::OnceLock;
 
 use vireo_resp::Args;
-use vireo_store::clock::now_us;
+use vireo_store::clock::{now_ms, now_us};
 
 use super::{flags::*, spec, table, CommandSpec, Ctx, KeySpec};
 use crate::alloc;
@@ -415,30 +415,62 @@ fn memory_section(server: &Server, w: &mut Lines<'_>) {
 }
 
 fn persistence_section(server: &Server, w: &mut Lines<'_>) {
+    let rdb = &server.rdb;
+    let loading = rdb.loading.load(Ordering::Relaxed);
+    let bgsave = rdb.bgsave_in_progress.load(Ordering::Relaxed);
+    let snapshot = server.keyspace.snapshot_in_progress();
+    w.kv("loading", u8::from(loading));
+    // No fork, so no copy-on-write pages: these stay zero.
     w.zeros(&[
-        "loading",
         "async_loading",
         "current_cow_peak",
         "current_cow_size",
         "current_cow_size_age",
     ]);
-    w.kv("current_fork_perc", "0.00");
-    w.zeros(&["current_save_keys_processed", "current_save_keys_total"]);
+    let (done, total) = if snapshot {
+        (
+            rdb.keys_processed.load(Ordering::Relaxed),
+            rdb.keys_total.load(Ordering::Relaxed),
+        )
+    } else {
+        (0, 0)
+    };
+    let perc = if total > 0 {
+        done as f64 * 100.0 / total as f64
+    } else {
+        0.0
+    };
+    w.kv("current_fork_perc", format!("{perc:.2}"));
+    w.kv("current_save_keys_processed", done);
+    w.kv("current_save_keys_total", total);
     w.kv("rdb_changes_since_last_save", server.dirty());
-    w.kv("rdb_bgsave_in_progress", 0);
+    w.kv("rdb_bgsave_in_progress", u8::from(bgsave));
     w.kv(
         "rdb_last_save_time",
         server.lastsave_s.load(Ordering::Relaxed),
     );
-    w.kv("rdb_last_bgsave_status", "ok");
-    w.kv("rdb_last_bgsave_time_sec", -1);
-    w.kv("rdb_current_bgsave_time_sec", -1);
-    w.zeros(&[
-        "rdb_saves",
-        "rdb_last_cow_size",
+    let ok = rdb.last_bgsave_ok.load(Ordering::Relaxed);
+    w.kv("rdb_last_bgsave_status", if ok { "ok" } else { "err" });
+    w.kv(
+        "rdb_last_bgsave_time_sec",
+        rdb.last_bgsave_time_sec.load(Ordering::Relaxed),
+    );
+    let current = if bgsave {
+        (now_ms().saturating_sub(rdb.bgsave_started_ms.load(Ordering::Relaxed)) / 1000) as i64
+    } else {
+        -1
+    };
+    w.kv("rdb_current_bgsave_time_sec", current);
+    w.kv("rdb_saves", rdb.saves.load(Ordering::Relaxed));
+    w.kv("rdb_last_cow_size", 0);
+    w.kv(
         "rdb_last_load_keys_expired",
+        rdb.last_load_keys_expired.load(Ordering::Relaxed),
+    );
+    w.kv(
         "rdb_last_load_keys_loaded",
-    ]);
+        rdb.last_load_keys_loaded.load(Ordering::Relaxed),
+    );
     w.kv("aof_enabled", u8::from(server.config.appendonly()));
     w.zeros(&["aof_rewrite_in_progress", "aof_rewrite_scheduled"]);
     w.kv("aof_last_rewrite_time_sec", -1);
@@ -451,6 +483,34 @@ fn persistence_section(server: &Server, w: &mut Lines<'_>) {
         "module_fork_in_progress",
         "module_fork_last_cow_size",
     ]);
+    if loading {
+        loading_fields(server, w);
+    }
+}
+
+/// Progress of a load in progress, Redis's way (ETA from the rate so far).
+fn loading_fields(server: &Server, w: &mut Lines<'_>) {
+    let rdb = &server.rdb;
+    let total = rdb.loading_total_bytes.load(Ordering::Relaxed);
+    let loaded = rdb.loading_loaded_bytes.load(Ordering::Relaxed).min(total);
+    let start = rdb.loading_start_s.load(Ordering::Relaxed);
+    let perc = if total > 0 {
+        loaded as f64 * 100.0 / total as f64
+    } else {
+        0.0
+    };
+    let elapsed = (now_ms() / 1000).saturating_sub(start);
+    let eta = if elapsed == 0 {
+        1
+    } else {
+        elapsed * (total - loaded).max(1) / (loaded + 1)
+    };
+    w.kv("loading_start_time", start);
+    w.kv("loading_total_bytes", total);
+    w.kv("loading_rdb_used_mem", 0);
+    w.kv("loading_loaded_bytes", loaded);
+    w.kv("loading_loaded_perc", format!("{perc:.2}"));
+    w.kv("loading_eta_seconds", eta);
 }
 
 fn stats_section(server: &Server, w: &mut Lines<'_>) {

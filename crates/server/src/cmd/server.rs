@@ -1,4 +1,4 @@
-//! Server commands: TIME, LASTSAVE, SHUTDOWN, MONITOR, SLOWLOG, MEMORY and
+//! Server commands: TIME, SAVE, BGSAVE, LASTSAVE, SHUTDOWN, MONITOR, SLOWLOG, MEMORY and
 //! LATENCY (Redis's server.c, slowlog.c, object.c and latency.c), plus the
 //! helpers the introspection families share (HELP replies, the subcommand
 //! syntax error, the MONITOR feed's quoting).
@@ -14,7 +14,8 @@ use super::info::MemoryReport;
 use super::{container, errors, flags::*, is, spec, table, text, CommandSpec, Ctx, KeySpec};
 use crate::client::cflags;
 use crate::metrics::{Histogram, LatencySeries};
-use crate::server::Server;
+use crate::rdb;
+use crate::server::{Server, ShutdownSave};
 use crate::session::Session;
 
 const ADMIN_NS: u32 = ADMIN | NOSCRIPT | LOADING | STALE;
@@ -28,6 +29,20 @@ pub const COMMANDS: &[CommandSpec] = &[
         LOADING | STALE | FAST,
         KeySpec::None,
         lastsave,
+    ),
+    spec(
+        "save",
+        1,
+        ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI,
+        KeySpec::None,
+        save,
+    ),
+    spec(
+        "bgsave",
+        -1,
+        ADMIN | NOSCRIPT | NO_ASYNC_LOADING,
+        KeySpec::None,
+        bgsave,
     ),
     spec(
         "shutdown",
@@ -214,12 +229,14 @@ fn lastsave(ctx: &mut Ctx<'_>, _args: Args<'_>) {
 /// wait for, a shutdown is never pending, so ABORT always fails.
 fn shutdown(ctx: &mut Ctx<'_>, args: Args<'_>) {
     let (mut nosave, mut save, mut other, mut abort) = (false, false, false, false);
+    let mut force = false;
     for a in args.iter().skip(1) {
         if is(a, "nosave") {
             nosave = true;
         } else if is(a, "save") {
             save = true;
         } else if is(a, "now") || is(a, "force") {
+            force |= is(a, "force");
             other = true;
         } else if is(a, "abort") {
             abort = true;
@@ -234,9 +251,66 @@ fn shutdown(ctx: &mut Ctx<'_>, args: Args<'_>) {
         return ctx.out.error("ERR No shutdown in progress.");
     }
     tracing::warn!(client = ctx.session.id, "User requested shutdown...");
-    ctx.server.shutting_down.store(true, Ordering::Release);
-    ctx.server.wake_all();
-    ctx.session.close_after_reply = true;
+    let mode = if save {
+        ShutdownSave::Save
+    } else if nosave {
+        ShutdownSave::NoSave
+    } else {
+        ShutdownSave::Default
+    };
+    match ctx.server.prepare_shutdown(mode, force) {
+        Ok(()) => ctx.session.close_after_reply = true,
+        Err(msg) => ctx.out.error(&format!("ERR {msg}")),
+    }
+}
+
+/// SAVE: writes the dump file and replies when it is on disk. Unlike
+/// Redis's, it does not stop the other clients: the snapshot is taken
+/// at one instant while they go on.
+fn save(ctx: &mut Ctx<'_>, _args: Args<'_>) {
+    if ctx.server.rdb.bgsave_in_progress.load(Ordering::Acquire) {
+        return ctx.out.error("ERR Background save already in progress");
+    }
+    match rdb::save(&ctx.server.arc()) {
+        Ok(()) => ctx.out.ok(),
+        // Redis replies a bare "-ERR" and logs the reason.
+        Err(_) => ctx.out.error("ERR"),
+    }
+}
+
+/// BGSAVE's reply while another snapshot (an AOF rewrite's) runs.
+const BGSAVE_BUSY: &str = "ERR Another child process is active (AOF?): can't BGSAVE right now. Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible.";
+
+/// BGSAVE [SCHEDULE]: starts a background save. With SCHEDULE (or inside a
+/// transaction, whose locks the snapshot's cut must not wait on) it is
+/// scheduled when another snapshot runs.
+fn bgsave(ctx: &mut Ctx<'_>, args: Args<'_>) {
+    let schedule = match args.len() {
+        1 => false,
+        2 if is(args.get(1), "schedule") => true,
+        _ => return ctx.out.error(errors::SYNTAX),
+    };
+    let state = &ctx.server.rdb;
+    if state.bgsave_in_progress.load(Ordering::Acquire) {
+        return ctx.out.error("ERR Background save already in progress");
+    }
+    let in_exec = ctx.deny_blocking;
+    if in_exec || ctx.server.keyspace.snapshot_in_progress() {
+        if schedule || in_exec {
+            state.scheduled.store(true, Ordering::Release);
+            return ctx.out.simple("Background saving scheduled");
+        }
+        return ctx.out.error(BGSAVE_BUSY);
+    }
+    match rdb::bgsave(&ctx.server.arc()) {
+        Ok(()) => ctx.out.simple("Background saving started"),
+        Err(rdb::SaveError::Busy) if schedule => {
+            state.scheduled.store(true, Ordering::Release);
+            ctx.out.simple("Background saving scheduled")
+        }
+        Err(rdb::SaveError::Busy) => ctx.out.error(BGSAVE_BUSY),
+        Err(rdb::SaveError::Io(e)) => ctx.out.error(&format!("ERR Background save failed: {e}")),
+    }
 }
 
 /// MONITOR: from now on this connection receives every command the server

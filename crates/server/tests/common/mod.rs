@@ -5,6 +5,8 @@
 pub mod diff;
 
 use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -12,6 +14,21 @@ use std::time::{Duration, Instant};
 pub struct Server {
     child: Child,
     pub port: u16,
+    /// The server's own working directory (`dir`), removed when dropped.
+    pub dir: PathBuf,
+}
+
+/// A fresh empty directory for one server's files (dump, AOF).
+pub fn fresh_dir() -> PathBuf {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "vireo-test-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create test dir");
+    dir
 }
 
 /// A TCP port that was free a moment ago.
@@ -43,13 +60,21 @@ pub fn answers_ping(port: u16) -> bool {
 }
 
 impl Server {
-    /// Starts `vireo --port P --bind 127.0.0.1` plus `extra` arguments and
-    /// waits until it accepts connections.
+    /// Starts `vireo --port P --bind 127.0.0.1 --dir <fresh dir>` plus
+    /// `extra` arguments and waits until it accepts connections.
     pub fn start(extra: &[&str]) -> Server {
+        Server::start_in(fresh_dir(), extra)
+    }
+
+    /// Like [`Server::start`] with `dir` as the working directory (to
+    /// restart on the files a previous server left).
+    pub fn start_in(dir: PathBuf, extra: &[&str]) -> Server {
         for _ in 0..5 {
             let port = free_port();
             let mut child = Command::new(env!("CARGO_BIN_EXE_vireo"))
                 .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+                .arg("--dir")
+                .arg(&dir)
                 .args(extra)
                 .stdout(Stdio::null())
                 .stderr(Stdio::inherit())
@@ -58,7 +83,7 @@ impl Server {
             let deadline = Instant::now() + Duration::from_secs(10);
             while Instant::now() < deadline {
                 if answers_ping(port) {
-                    return Server { child, port };
+                    return Server { child, port, dir };
                 }
                 if let Ok(Some(_)) = child.try_wait() {
                     break;
@@ -92,10 +117,23 @@ impl Server {
     }
 }
 
+impl Server {
+    /// Kills the process (SIGKILL) and returns its directory, keeping the
+    /// files for a restart.
+    pub fn kill_keep_dir(mut self) -> PathBuf {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        std::mem::take(&mut self.dir)
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if !self.dir.as_os_str().is_empty() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
     }
 }
 
@@ -122,6 +160,82 @@ pub fn raw_exchange(port: u16, bytes: &[u8], timeout: Duration) -> Vec<u8> {
             Ok(0) => break,
             Ok(n) => out.extend_from_slice(&buf[..n]),
             Err(_) => break,
+        }
+    }
+    out
+}
+
+/// Runs a command that must succeed.
+pub fn ok(con: &mut redis::Connection, args: &[&str]) -> redis::Value {
+    q(con, args).unwrap_or_else(|e| panic!("{args:?} failed: {e}"))
+}
+
+/// Runs a command that must fail; returns "CODE detail".
+pub fn err(con: &mut redis::Connection, args: &[&str]) -> String {
+    match q(con, args) {
+        Ok(v) => panic!("{args:?} should fail, got {v:?}"),
+        Err(e) => format!("{} {}", e.code().unwrap_or("?"), e.detail().unwrap_or("")),
+    }
+}
+
+/// One INFO field's value.
+pub fn info_field(con: &mut redis::Connection, field: &str) -> String {
+    let info: String = redis::cmd("INFO").arg("everything").query(con).expect("INFO");
+    info.lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .unwrap_or_else(|| panic!("INFO has no {field}"))
+        .to_string()
+}
+
+/// The whole dataset of a server in a canonical, comparable form:
+/// "db key" → "type: contents [ttl]" with unordered collections sorted.
+/// Works against Vireo and redis-server alike (interop tests).
+pub fn dataset(port: u16) -> std::collections::BTreeMap<String, String> {
+    let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).expect("client");
+    let mut con = client.get_connection().expect("connect");
+    let mut out = std::collections::BTreeMap::new();
+    for db in 0..16 {
+        redis::cmd("SELECT").arg(db).query::<()>(&mut con).expect("SELECT");
+        let keys: Vec<Vec<u8>> = redis::cmd("KEYS").arg("*").query(&mut con).expect("KEYS");
+        for key in keys {
+            let kind: String = redis::cmd("TYPE").arg(&key).query(&mut con).expect("TYPE");
+            let mut read = |c: &str, extra: &[&str]| -> Vec<Vec<u8>> {
+                let mut cmd = redis::cmd(c);
+                cmd.arg(&key);
+                for e in extra {
+                    cmd.arg(*e);
+                }
+                cmd.query(&mut con).expect("read")
+            };
+            let mut items = match kind.as_str() {
+                "string" => read("GETRANGE", &["0", "-1"]),
+                "list" => read("LRANGE", &["0", "-1"]),
+                "set" => read("SMEMBERS", &[]),
+                "hash" => read("HGETALL", &[]),
+                "zset" => read("ZRANGE", &["0", "-1", "WITHSCORES"]),
+                other => panic!("unexpected type {other}"),
+            };
+            match kind.as_str() {
+                "set" => items.sort(),
+                "hash" => {
+                    let mut pairs: Vec<Vec<u8>> = items
+                        .chunks(2)
+                        .map(|p| [&p[0][..], b"=", &p[1][..]].concat())
+                        .collect();
+                    pairs.sort();
+                    items = pairs;
+                }
+                _ => {}
+            }
+            let ttl: i64 = redis::cmd("PTTL").arg(&key).query(&mut con).expect("PTTL");
+            let shown: Vec<String> = items
+                .iter()
+                .map(|i| String::from_utf8_lossy(i).into_owned())
+                .collect();
+            out.insert(
+                format!("{db} {}", String::from_utf8_lossy(&key)),
+                format!("{kind}: {shown:?}{}", if ttl > 0 { " ttl" } else { "" }),
+            );
         }
     }
     out

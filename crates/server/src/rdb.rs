@@ -1,0 +1,522 @@
+//! RDB persistence at run time: SAVE and BGSAVE without fork, `save`
+//! points, and loading the dump at start-up. The file format itself lives
+//! in [`vireo_store::rdb`].
+//!
+//! A save is a point-in-time snapshot ([`vireo_store::snapshot`]): the cut
+//! is taken with every shard locked for an instant, then each shard is
+//! serialized by whichever thread touches it first (a worker about to
+//! change it, or the save's own driver thread) and the serialized chunks are
+//! written to `temp-<pid>-<n>.rdb` by a writer thread, which checksums them
+//! in order, syncs and renames the file over `dbfilename`. Workers keep
+//! serving throughout; a SAVE only holds up its own connection's worker.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::Arc;
+use std::time::Instant;
+
+use vireo_store::clock::now_ms;
+use vireo_store::rdb::{self, EncodeOptions, Item, Loader};
+use vireo_store::snapshot::{ShardVisitor, SnapshotBusy};
+use vireo_store::Shard;
+
+use crate::server::{Server, REDIS_VERSION};
+
+/// How many serialized shards may wait for the writer. Bounds the memory a
+/// snapshot costs beyond the data (about 16/1024 of the dataset's
+/// serialized size) and throttles the threads serializing when the disk
+/// is slower than they are.
+const CHUNKS_IN_FLIGHT: usize = 16;
+
+/// Redis waits this long before retrying a failed automatic BGSAVE
+/// (`CONFIG_BGSAVE_RETRY_DELAY`).
+const BGSAVE_RETRY_DELAY_MS: u64 = 5_000;
+
+/// The persistence state INFO reports and the commands consult.
+pub struct RdbState {
+    /// A background save is running (`rdb_bgsave_in_progress`).
+    pub bgsave_in_progress: AtomicBool,
+    /// When the running save started (Unix ms).
+    pub bgsave_started_ms: AtomicU64,
+    /// The last background save succeeded (`rdb_last_bgsave_status`).
+    pub last_bgsave_ok: AtomicBool,
+    /// Duration of the last background save in seconds, -1 before any.
+    pub last_bgsave_time_sec: AtomicI64,
+    /// A BGSAVE SCHEDULE (or one asked for inside a transaction) waits for
+    /// the running snapshot to end.
+    pub scheduled: AtomicBool,
+    /// When the last automatic save was tried (Unix ms), to space retries.
+    pub last_try_ms: AtomicU64,
+    /// Successful saves since start (`rdb_saves`).
+    pub saves: AtomicU64,
+    /// Keys serialized so far and in all by the running save.
+    pub keys_processed: AtomicU64,
+    pub keys_total: AtomicU64,
+    /// The dataset is being loaded: commands without the `loading` flag
+    /// answer -LOADING.
+    pub loading: AtomicBool,
+    pub loading_start_s: AtomicU64,
+    pub loading_total_bytes: AtomicU64,
+    pub loading_loaded_bytes: Arc<AtomicU64>,
+    /// Keys the last load inserted and skipped as already expired.
+    pub last_load_keys_loaded: AtomicU64,
+    pub last_load_keys_expired: AtomicU64,
+    /// Numbers temporary file names so two saves never share one.
+    temp_seq: AtomicU64,
+}
+
+impl Default for RdbState {
+    fn default() -> Self {
+        RdbState {
+            bgsave_in_progress: AtomicBool::new(false),
+            bgsave_started_ms: AtomicU64::new(0),
+            last_bgsave_ok: AtomicBool::new(true),
+            last_bgsave_time_sec: AtomicI64::new(-1),
+            scheduled: AtomicBool::new(false),
+            last_try_ms: AtomicU64::new(0),
+            saves: AtomicU64::new(0),
+            keys_processed: AtomicU64::new(0),
+            keys_total: AtomicU64::new(0),
+            loading: AtomicBool::new(false),
+            loading_start_s: AtomicU64::new(0),
+            loading_total_bytes: AtomicU64::new(0),
+            loading_loaded_bytes: Arc::new(AtomicU64::new(0)),
+            last_load_keys_loaded: AtomicU64::new(0),
+            last_load_keys_expired: AtomicU64::new(0),
+            temp_seq: AtomicU64::new(0),
+        }
+    }
+}
+
+/// Why a save did not happen.
+#[derive(Debug)]
+pub enum SaveError {
+    /// Another snapshot (a BGSAVE or an AOF rewrite) is running.
+    Busy,
+    /// Writing the file failed.
+    Io(io::Error),
+}
+
+impl From<io::Error> for SaveError {
+    fn from(e: io::Error) -> Self {
+        SaveError::Io(e)
+    }
+}
+
+impl From<SnapshotBusy> for SaveError {
+    fn from(_: SnapshotBusy) -> Self {
+        SaveError::Busy
+    }
+}
+
+impl std::fmt::Display for SaveError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SaveError::Busy => f.write_str("a snapshot is already in progress"),
+            SaveError::Io(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+/// The path of the dump file (`dir` is the working directory, so
+/// `dbfilename` is relative to it, as in Redis).
+pub fn dump_path(server: &Server) -> PathBuf {
+    PathBuf::from(server.config.dbfilename())
+}
+
+/// The encoder options the configuration asks for.
+fn encode_options(server: &Server) -> EncodeOptions {
+    let policy = server.config.maxmemory_policy();
+    EncodeOptions {
+        compress: server.config.flag("rdbcompression"),
+        lru_idle: policy.contains("lru"),
+        lfu_freq: policy.contains("lfu"),
+    }
+}
+
+/// Serializes each shard handed over by the snapshot into one chunk for
+/// the writer thread.
+struct ChunkVisitor {
+    chunks: SyncSender<Vec<u8>>,
+    opts: EncodeOptions,
+    now_ms: u64,
+    server: Arc<Server>,
+}
+
+impl ShardVisitor for ChunkVisitor {
+    fn visit(&self, _index: usize, shard: &Shard) {
+        let mut out = Vec::new();
+        let mut keys = 0;
+        for db in 0..shard.databases() {
+            let entries = shard.entries(db);
+            if entries.len() == 0 {
+                continue;
+            }
+            rdb::write_select_db(&mut out, db);
+            for (key, entry) in entries {
+                rdb::write_entry(&mut out, key, entry, self.now_ms, &self.opts);
+                keys += 1;
+            }
+        }
+        self.server
+            .rdb
+            .keys_processed
+            .fetch_add(keys, Ordering::Relaxed);
+        // The writer only goes away after a write error; the save has failed
+        // then and the chunk has nowhere to go.
+        let _ = self.chunks.send(out);
+    }
+}
+
+/// Starts a snapshot of every database into the dump file. Returns once the
+/// cut is taken; the returned receiver yields the outcome when the file is
+/// complete. `dirty_at_cut` is the change count the save will cover.
+fn start_snapshot(server: &Arc<Server>) -> Result<Receiver<SaveOutcome>, SaveError> {
+    let state = &server.rdb;
+    let seq = state.temp_seq.fetch_add(1, Ordering::Relaxed);
+    let temp = PathBuf::from(format!("temp-{}-{seq}.rdb", std::process::id()));
+    let file = File::create(&temp)?;
+    let (tx, rx) = sync_channel(CHUNKS_IN_FLIGHT);
+    let visitor = Arc::new(ChunkVisitor {
+        chunks: tx,
+        opts: encode_options(server),
+        now_ms: now_ms(),
+        server: server.clone(),
+    });
+    let mut dirty_at_cut = 0;
+    let started = server.keyspace.begin_snapshot(visitor, || {
+        dirty_at_cut = server.total_dirty();
+    });
+    if let Err(e) = started {
+        let _ = std::fs::remove_file(&temp);
+        return Err(e.into());
+    }
+    let total: usize = server.keyspace.db_sizes().iter().map(|(k, _)| k).sum();
+    state.keys_total.store(total as u64, Ordering::Relaxed);
+    state.keys_processed.store(0, Ordering::Relaxed);
+    let driver = server.clone();
+    std::thread::Builder::new()
+        .name("vireo-snapshot".into())
+        .spawn(move || driver.keyspace.drive_snapshot())?;
+    let (done_tx, done_rx) = sync_channel(1);
+    let writer = server.clone();
+    std::thread::Builder::new()
+        .name("vireo-rdb-writer".into())
+        .spawn(move || {
+            let result = write_file(&writer, file, rx, &temp)
+                .and_then(|()| std::fs::rename(&temp, dump_path(&writer)))
+                .and_then(|()| sync_dir(Path::new(".")));
+            if result.is_err() {
+                let _ = std::fs::remove_file(&temp);
+            }
+            let _ = done_tx.send(SaveOutcome {
+                result,
+                dirty_at_cut,
+            });
+        })?;
+    Ok(done_rx)
+}
+
+/// What a finished snapshot reports to whoever waits for it.
+struct SaveOutcome {
+    result: io::Result<()>,
+    dirty_at_cut: u64,
+}
+
+/// Writes header and aux fields, every chunk as it arrives, then the end
+/// marker and checksum; syncs the file.
+fn write_file(server: &Server, file: File, chunks: Receiver<Vec<u8>>, temp: &Path) -> io::Result<()> {
+    let checksum = server.config.flag("rdbchecksum");
+    let mut w = BufWriter::with_capacity(1 << 20, file);
+    let mut crc = 0u64;
+    let mut emit = |w: &mut BufWriter<File>, bytes: &[u8]| -> io::Result<()> {
+        if checksum {
+            crc = rdb::crc64(crc, bytes);
+        }
+        w.write_all(bytes)
+    };
+    let mut head = Vec::new();
+    rdb::write_header(&mut head);
+    for (k, v) in aux_fields() {
+        rdb::write_aux(&mut head, k.as_bytes(), v.as_bytes());
+    }
+    emit(&mut w, &head)?;
+    // The channel closes when every shard was visited (the visitor, and with
+    // it the sender, is dropped by the last shard that held it).
+    for chunk in chunks {
+        emit(&mut w, &chunk)?;
+    }
+    let mut tail = Vec::new();
+    rdb::write_eof(&mut tail);
+    emit(&mut w, &tail)?;
+    w.write_all(&crc.to_le_bytes())?;
+    let file = w.into_inner().map_err(|e| e.into_error())?;
+    file.sync_all()?;
+    tracing::debug!("snapshot written to {}", temp.display());
+    Ok(())
+}
+
+/// The aux fields Redis 7.0 writes at the top of a dump.
+fn aux_fields() -> Vec<(&'static str, String)> {
+    vec![
+        ("redis-ver", REDIS_VERSION.to_string()),
+        ("redis-bits", (usize::BITS).to_string()),
+        ("ctime", (now_ms() / 1000).to_string()),
+        ("used-mem", crate::alloc::used_memory().to_string()),
+        ("aof-base", "0".to_string()),
+    ]
+}
+
+/// Makes a rename durable.
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// Records a finished save: on success the changes up to the cut count as
+/// saved (later ones stay dirty, as with Redis's `dirty_before_bgsave`).
+fn finish(server: &Server, outcome: &SaveOutcome, background: bool) {
+    let state = &server.rdb;
+    match &outcome.result {
+        Ok(()) => {
+            server
+                .dirty_at_last_save
+                .fetch_max(outcome.dirty_at_cut, Ordering::Relaxed);
+            server
+                .lastsave_s
+                .store(now_ms() / 1000, Ordering::Relaxed);
+            state.saves.fetch_add(1, Ordering::Relaxed);
+            if background {
+                state.last_bgsave_ok.store(true, Ordering::Relaxed);
+            }
+            tracing::info!(
+                "{}",
+                if background {
+                    "Background saving terminated with success"
+                } else {
+                    "DB saved on disk"
+                }
+            );
+        }
+        Err(e) => {
+            if background {
+                state.last_bgsave_ok.store(false, Ordering::Relaxed);
+            }
+            tracing::warn!("Failed saving the DB: {e}");
+        }
+    }
+}
+
+/// SAVE (and SHUTDOWN's final save): snapshots and waits for the file. A
+/// snapshot already running (a BGSAVE or an AOF rewrite) is waited for
+/// first, as Redis's synchronous save would simply follow it.
+pub fn save(server: &Arc<Server>) -> Result<(), SaveError> {
+    let done = loop {
+        match start_snapshot(server) {
+            Err(SaveError::Busy) => std::thread::sleep(std::time::Duration::from_millis(5)),
+            other => break other?,
+        }
+    };
+    let outcome = done
+        .recv()
+        .map_err(|_| io::Error::other("the snapshot writer vanished"))?;
+    finish(server, &outcome, false);
+    outcome.result.map_err(SaveError::Io)
+}
+
+/// BGSAVE: starts a snapshot and returns at once; a thread records the
+/// outcome when the file is complete.
+pub fn bgsave(server: &Arc<Server>) -> Result<(), SaveError> {
+    let state = &server.rdb;
+    state.last_try_ms.store(now_ms(), Ordering::Relaxed);
+    let done = start_snapshot(server)?;
+    let start = Instant::now();
+    state.bgsave_in_progress.store(true, Ordering::Release);
+    state.bgsave_started_ms.store(now_ms(), Ordering::Relaxed);
+    tracing::info!("Background saving started");
+    let s = server.clone();
+    let spawned = std::thread::Builder::new()
+        .name("vireo-bgsave".into())
+        .spawn(move || {
+            let outcome = done.recv().unwrap_or_else(|_| SaveOutcome {
+                result: Err(io::Error::other("the snapshot writer vanished")),
+                dirty_at_cut: 0,
+            });
+            finish(&s, &outcome, true);
+            s.rdb
+                .last_bgsave_time_sec
+                .store(start.elapsed().as_secs() as i64, Ordering::Relaxed);
+            s.rdb.bgsave_in_progress.store(false, Ordering::Release);
+        });
+    if let Err(e) = spawned {
+        state.bgsave_in_progress.store(false, Ordering::Release);
+        return Err(e.into());
+    }
+    Ok(())
+}
+
+/// Called by cron about once a second: runs a scheduled BGSAVE once no
+/// snapshot runs, and a save point's BGSAVE when one is due (after a failed
+/// save, only every few seconds, as Redis does).
+pub fn cron(server: &Arc<Server>) {
+    if server.keyspace.snapshot_in_progress() {
+        return;
+    }
+    let state = &server.rdb;
+    if state.scheduled.swap(false, Ordering::AcqRel) {
+        if let Err(e) = bgsave(server) {
+            tracing::warn!("scheduled BGSAVE failed to start: {e}");
+        }
+        return;
+    }
+    let now = now_ms();
+    let dirty = server.dirty();
+    let since_save_s = (now / 1000).saturating_sub(server.lastsave_s.load(Ordering::Relaxed));
+    let may_retry = state.last_bgsave_ok.load(Ordering::Relaxed)
+        || now.saturating_sub(state.last_try_ms.load(Ordering::Relaxed)) > BGSAVE_RETRY_DELAY_MS;
+    let due = server
+        .config
+        .save_params()
+        .into_iter()
+        .find(|&(secs, changes)| dirty >= changes && since_save_s >= secs);
+    if let (Some((secs, changes)), true) = (due, may_retry) {
+        tracing::info!("{changes} changes in {secs} seconds. Saving...");
+        if let Err(e) = bgsave(server) {
+            tracing::warn!("BGSAVE failed to start: {e}");
+        }
+    }
+}
+
+/// True when writes must be refused because the last background save
+/// failed (`stop-writes-on-bgsave-error` with save points configured).
+pub fn writes_denied(server: &Server) -> bool {
+    !server.rdb.last_bgsave_ok.load(Ordering::Relaxed)
+        && server.config.flag("stop-writes-on-bgsave-error")
+        && !server.config.save_params().is_empty()
+}
+
+/// Counts bytes as the loader reads them, for INFO's loading progress.
+struct CountingReader<R> {
+    inner: R,
+    count: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for CountingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// Keys a load inserted and skipped.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct LoadStats {
+    pub loaded: u64,
+    pub expired: u64,
+}
+
+/// Loads an RDB stream into the keyspace (start-up, or an AOF's RDB
+/// preamble). Keys already past their expiry are skipped, as a Redis
+/// master does. A key that exists is replaced.
+pub fn load_stream(server: &Server, reader: impl Read) -> Result<LoadStats, String> {
+    let state = &server.rdb;
+    let reader = CountingReader {
+        inner: io::BufReader::with_capacity(1 << 20, reader),
+        count: state.loading_loaded_bytes.clone(),
+    };
+    let mut loader = Loader::new(reader).map_err(|e| e.to_string())?;
+    let mut stats = LoadStats::default();
+    let databases = server.keyspace.databases();
+    let now = now_ms();
+    while let Some(item) = loader.next().map_err(|e| e.to_string())? {
+        match item {
+            Item::Aux { key, value } => log_aux(&key, &value),
+            Item::Entry { db, key, entry } => {
+                if db >= databases {
+                    return Err(format!(
+                        "FATAL: Data file was created with a Redis server configured to handle more than {databases} databases. Exiting"
+                    ));
+                }
+                if entry.expire_at().is_some_and(|at| at <= now) {
+                    stats.expired += 1;
+                    continue;
+                }
+                let mut keys = server.keyspace.lock_keys([&key[..]]);
+                keys.set_entry(db, &key, entry);
+                stats.loaded += 1;
+            }
+            Item::Function { .. } => {
+                return Err("the dump holds functions, which Vireo does not support yet".into());
+            }
+            _ => {}
+        }
+    }
+    Ok(stats)
+}
+
+/// Logs what the aux fields tell about the file, as Redis does.
+fn log_aux(key: &[u8], value: &[u8]) {
+    let value = String::from_utf8_lossy(value);
+    match key {
+        b"redis-ver" => tracing::info!("Loading RDB produced by version {value}"),
+        b"ctime" => {
+            if let Ok(t) = value.parse::<u64>() {
+                let age = (now_ms() / 1000).saturating_sub(t);
+                tracing::info!("RDB age {age} seconds");
+            }
+        }
+        b"used-mem" => {
+            if let Ok(m) = value.parse::<u64>() {
+                tracing::info!("RDB memory usage when created {:.2} Mb", m as f64 / 1048576.0);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Loads the dump file at start-up if there is one. While it runs,
+/// [`RdbState::loading`] makes commands answer -LOADING. Err is the fatal
+/// message; the server must not start serving a partial dataset.
+pub fn load_at_startup(server: &Server) -> Result<(), String> {
+    let path = dump_path(server);
+    let file = match File::open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(format!("Fatal error loading the DB: {e}. Exiting.")),
+    };
+    let state = &server.rdb;
+    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+    state.loading_total_bytes.store(size, Ordering::Relaxed);
+    state.loading_loaded_bytes.store(0, Ordering::Relaxed);
+    state
+        .loading_start_s
+        .store(now_ms() / 1000, Ordering::Relaxed);
+    let start = Instant::now();
+    let result = load_stream(server, file);
+    state.loading.store(false, Ordering::Release);
+    let stats = result.map_err(|e| {
+        format!(
+            "Fatal error loading the DB {}: {e}. Exiting.",
+            path.display()
+        )
+    })?;
+    state
+        .last_load_keys_loaded
+        .store(stats.loaded, Ordering::Relaxed);
+    state
+        .last_load_keys_expired
+        .store(stats.expired, Ordering::Relaxed);
+    tracing::info!(
+        "Done loading RDB, keys loaded: {}, keys expired: {}.",
+        stats.loaded,
+        stats.expired
+    );
+    tracing::info!(
+        "DB loaded from disk: {:.3} seconds",
+        start.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
