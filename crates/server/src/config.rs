@@ -467,6 +467,29 @@ pub struct HotConfig {
     pub zset_max_listpack_value: AtomicU64,
 }
 
+/// A size threshold as usize (saturating on 32-bit targets).
+fn threshold(a: &AtomicU64) -> usize {
+    usize::try_from(a.load(Ordering::Relaxed)).unwrap_or(usize::MAX)
+}
+
+impl HotConfig {
+    /// `hash-max-listpack-entries|value`.
+    pub fn hash_limits(&self) -> vireo_store::hash::HashLimits {
+        vireo_store::hash::HashLimits {
+            max_entries: threshold(&self.hash_max_listpack_entries),
+            max_value: threshold(&self.hash_max_listpack_value),
+        }
+    }
+
+    /// `zset-max-listpack-entries|value`.
+    pub fn zset_limits(&self) -> vireo_store::zset::Limits {
+        vireo_store::zset::Limits {
+            max_entries: threshold(&self.zset_max_listpack_entries),
+            max_value: threshold(&self.zset_max_listpack_value),
+        }
+    }
+}
+
 /// The server's configuration, shared by all threads.
 pub struct Config {
     values: RwLock<HashMap<&'static str, String>>,
@@ -954,6 +977,19 @@ impl Config {
     /// `appendonly`.
     pub fn appendonly(&self) -> bool {
         self.flag("appendonly")
+    }
+    /// How loaded RDB values (start-up, RESTORE) are encoded and checked:
+    /// the same thresholds as values built by commands.
+    pub fn rdb_load_options(&self) -> vireo_store::rdb::LoadOptions {
+        let h = &self.hot;
+        vireo_store::rdb::LoadOptions {
+            hash: h.hash_limits(),
+            zset: h.zset_limits(),
+            set_max_intset_entries: threshold(&h.set_max_intset_entries),
+            list_fill: h.list_max_listpack_size.load(Ordering::Relaxed),
+            databases: self.databases(),
+            verify_checksum: self.flag("rdbchecksum"),
+        }
     }
     /// `save` points as (seconds, changes).
     pub fn save_params(&self) -> Vec<(u64, u64)> {

@@ -19,9 +19,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use vireo_store::clock::now_ms;
+use vireo_store::keyspace::Shard;
 use vireo_store::rdb::{self, EncodeOptions, Item, Loader};
 use vireo_store::snapshot::{ShardVisitor, SnapshotBusy};
-use vireo_store::Shard;
 
 use crate::server::{Server, REDIS_VERSION};
 
@@ -228,7 +228,12 @@ struct SaveOutcome {
 
 /// Writes header and aux fields, every chunk as it arrives, then the end
 /// marker and checksum; syncs the file.
-fn write_file(server: &Server, file: File, chunks: Receiver<Vec<u8>>, temp: &Path) -> io::Result<()> {
+fn write_file(
+    server: &Server,
+    file: File,
+    chunks: Receiver<Vec<u8>>,
+    temp: &Path,
+) -> io::Result<()> {
     let checksum = server.config.flag("rdbchecksum");
     let mut w = BufWriter::with_capacity(1 << 20, file);
     let mut crc = 0u64;
@@ -284,9 +289,7 @@ fn finish(server: &Server, outcome: &SaveOutcome, background: bool) {
             server
                 .dirty_at_last_save
                 .fetch_max(outcome.dirty_at_cut, Ordering::Relaxed);
-            server
-                .lastsave_s
-                .store(now_ms() / 1000, Ordering::Relaxed);
+            server.lastsave_s.store(now_ms() / 1000, Ordering::Relaxed);
             state.saves.fetch_add(1, Ordering::Relaxed);
             if background {
                 state.last_bgsave_ok.store(true, Ordering::Relaxed);
@@ -331,7 +334,17 @@ pub fn save(server: &Arc<Server>) -> Result<(), SaveError> {
 pub fn bgsave(server: &Arc<Server>) -> Result<(), SaveError> {
     let state = &server.rdb;
     state.last_try_ms.store(now_ms(), Ordering::Relaxed);
-    let done = start_snapshot(server)?;
+    let done = match start_snapshot(server) {
+        Ok(done) => done,
+        // Redis's forked child would fail to create the file: the save
+        // counts as a failed background save (writes may be refused).
+        Err(SaveError::Io(e)) => {
+            state.last_bgsave_ok.store(false, Ordering::Relaxed);
+            tracing::warn!("Background saving error: {e}");
+            return Ok(());
+        }
+        Err(busy) => return Err(busy),
+    };
     let start = Instant::now();
     state.bgsave_in_progress.store(true, Ordering::Release);
     state.bgsave_started_ms.store(now_ms(), Ordering::Relaxed);
@@ -427,19 +440,14 @@ pub fn load_stream(server: &Server, reader: impl Read) -> Result<LoadStats, Stri
         inner: io::BufReader::with_capacity(1 << 20, reader),
         count: state.loading_loaded_bytes.clone(),
     };
-    let mut loader = Loader::new(reader).map_err(|e| e.to_string())?;
+    let mut loader = Loader::with_options(reader, server.config.rdb_load_options())
+        .map_err(|e| e.to_string())?;
     let mut stats = LoadStats::default();
-    let databases = server.keyspace.databases();
     let now = now_ms();
     while let Some(item) = loader.next().map_err(|e| e.to_string())? {
         match item {
             Item::Aux { key, value } => log_aux(&key, &value),
             Item::Entry { db, key, entry } => {
-                if db >= databases {
-                    return Err(format!(
-                        "FATAL: Data file was created with a Redis server configured to handle more than {databases} databases. Exiting"
-                    ));
-                }
                 if entry.expire_at().is_some_and(|at| at <= now) {
                     stats.expired += 1;
                     continue;
@@ -451,7 +459,7 @@ pub fn load_stream(server: &Server, reader: impl Read) -> Result<LoadStats, Stri
             Item::Function { .. } => {
                 return Err("the dump holds functions, which Vireo does not support yet".into());
             }
-            _ => {}
+            Item::ResizeDb { .. } | Item::ModuleAux { .. } => {}
         }
     }
     Ok(stats)
@@ -470,7 +478,10 @@ fn log_aux(key: &[u8], value: &[u8]) {
         }
         b"used-mem" => {
             if let Ok(m) = value.parse::<u64>() {
-                tracing::info!("RDB memory usage when created {:.2} Mb", m as f64 / 1048576.0);
+                tracing::info!(
+                    "RDB memory usage when created {:.2} Mb",
+                    m as f64 / 1048576.0
+                );
             }
         }
         _ => {}

@@ -8,8 +8,6 @@
 //! key never holds an empty hash: HDEL removes the key with its last field,
 //! and writes to a missing key build the hash before storing it.
 
-use std::sync::atomic::Ordering;
-
 use vireo_resp::number::{format_long_double, parse_i64};
 use vireo_resp::{Args, Protocol, ReplyBuf};
 use vireo_store::hash::{Hash, HashLimits};
@@ -70,14 +68,7 @@ fn read_hash<'k>(
 
 /// The configured listpack → hashtable conversion thresholds.
 fn limits(ctx: &Ctx<'_>) -> HashLimits {
-    let hot = &ctx.server.config.hot;
-    let load = |a: &std::sync::atomic::AtomicU64| {
-        usize::try_from(a.load(Ordering::Relaxed)).unwrap_or(usize::MAX)
-    };
-    HashLimits {
-        max_entries: load(&hot.hash_max_listpack_entries),
-        max_value: load(&hot.hash_max_listpack_value),
-    }
+    ctx.server.config.hot.hash_limits()
 }
 
 /// Runs `f` on the hash at `key` for writing. A missing key gets a new

@@ -11,7 +11,6 @@
 //! RESP3 doubles (both through `ReplyBuf::double`).
 
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
 
 use vireo_resp::number::{format_double, parse_f64, parse_f64_lenient};
 use vireo_resp::{Args, Protocol, ReplyBuf};
@@ -159,13 +158,7 @@ struct WrongType;
 
 /// The conversion thresholds currently configured.
 fn limits(ctx: &Ctx<'_>) -> Limits {
-    let hot = &ctx.server.config.hot;
-    Limits {
-        max_entries: usize::try_from(hot.zset_max_listpack_entries.load(Ordering::Relaxed))
-            .unwrap_or(usize::MAX),
-        max_value: usize::try_from(hot.zset_max_listpack_value.load(Ordering::Relaxed))
-            .unwrap_or(usize::MAX),
-    }
+    ctx.server.config.hot.zset_limits()
 }
 
 /// The reply for a missing key.

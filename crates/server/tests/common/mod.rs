@@ -6,8 +6,8 @@ pub mod diff;
 
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// A running server process, killed when dropped.
@@ -40,7 +40,7 @@ pub fn free_port() -> u16 {
 }
 
 /// Whether a server on `port` answers PING (with PONG, or an error such as
-/// NOAUTH). A bare successful connect is not enough: on loopback, connecting
+/// NOAUTH, but not -LOADING: a server still loading its data is not ready). A bare successful connect is not enough: on loopback, connecting
 /// to a free port in the ephemeral range can succeed as a TCP self-connect
 /// (source port == destination port), which once let a test start talking
 /// before the server existed; a self-connected socket echoes `PING` back.
@@ -53,10 +53,11 @@ pub fn answers_ping(port: u16) -> bool {
         return false;
     }
     let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-    let mut first = [0u8; 1];
+    let mut reply = [0u8; 8];
     s.write_all(b"PING\r\n").is_ok()
-        && s.read_exact(&mut first).is_ok()
-        && matches!(first[0], b'+' | b'-')
+        && s.read_exact(&mut reply[..1]).is_ok()
+        && (reply[0] == b'+'
+            || (reply[0] == b'-' && s.read_exact(&mut reply[1..]).is_ok() && &reply != b"-LOADING"))
 }
 
 impl Server {
@@ -180,7 +181,10 @@ pub fn err(con: &mut redis::Connection, args: &[&str]) -> String {
 
 /// One INFO field's value.
 pub fn info_field(con: &mut redis::Connection, field: &str) -> String {
-    let info: String = redis::cmd("INFO").arg("everything").query(con).expect("INFO");
+    let info: String = redis::cmd("INFO")
+        .arg("everything")
+        .query(con)
+        .expect("INFO");
     info.lines()
         .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
         .unwrap_or_else(|| panic!("INFO has no {field}"))
@@ -195,7 +199,10 @@ pub fn dataset(port: u16) -> std::collections::BTreeMap<String, String> {
     let mut con = client.get_connection().expect("connect");
     let mut out = std::collections::BTreeMap::new();
     for db in 0..16 {
-        redis::cmd("SELECT").arg(db).query::<()>(&mut con).expect("SELECT");
+        redis::cmd("SELECT")
+            .arg(db)
+            .query::<()>(&mut con)
+            .expect("SELECT");
         let keys: Vec<Vec<u8>> = redis::cmd("KEYS").arg("*").query(&mut con).expect("KEYS");
         for key in keys {
             let kind: String = redis::cmd("TYPE").arg(&key).query(&mut con).expect("TYPE");
