@@ -954,6 +954,37 @@ impl Config {
     pub fn appendonly(&self) -> bool {
         self.flag("appendonly")
     }
+    /// `appendfilename`: the prefix of the AOF files' names.
+    pub fn appendfilename(&self) -> String {
+        self.raw("appendfilename")
+    }
+    /// `appenddirname`: the AOF directory, relative to `dir`.
+    pub fn appenddirname(&self) -> String {
+        self.raw("appenddirname")
+    }
+    /// `appendfsync`: `always`, `everysec` or `no`.
+    pub fn appendfsync(&self) -> String {
+        self.raw("appendfsync")
+    }
+    /// `aof-load-truncated`.
+    pub fn aof_load_truncated(&self) -> bool {
+        self.flag("aof-load-truncated")
+    }
+    /// `aof-use-rdb-preamble`.
+    pub fn aof_use_rdb_preamble(&self) -> bool {
+        self.flag("aof-use-rdb-preamble")
+    }
+    /// `auto-aof-rewrite-percentage` and `auto-aof-rewrite-min-size`.
+    pub fn auto_aof_rewrite(&self) -> (u64, u64) {
+        (
+            self.num("auto-aof-rewrite-percentage").max(0) as u64,
+            self.num("auto-aof-rewrite-min-size").max(0) as u64,
+        )
+    }
+    /// `lazyfree-lazy-expire`: expired keys propagate as UNLINK, not DEL.
+    pub fn lazyfree_lazy_expire(&self) -> bool {
+        self.flag("lazyfree-lazy-expire")
+    }
     /// `save` points as (seconds, changes).
     pub fn save_params(&self) -> Vec<(u64, u64)> {
         let v = self.raw("save");

@@ -179,6 +179,8 @@ pub struct Server {
     pub used_memory_peak: AtomicU64,
     /// Latency monitor, instantaneous rates, startup memory.
     pub metrics: Metrics,
+    /// The append-only file.
+    pub aof: crate::aof::Aof,
 }
 
 impl Server {
@@ -207,6 +209,7 @@ impl Server {
             bound_port: AtomicU64::new(0),
             used_memory_peak: AtomicU64::new(0),
             metrics: Metrics::new(),
+            aof: crate::aof::Aof::new(threads),
         }
     }
 

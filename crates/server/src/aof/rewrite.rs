@@ -1,0 +1,236 @@
+//! AOF rewrite (compaction): a new base file holding the data as commands,
+//! and a new incremental file that takes every command after the cut.
+//!
+//! The cut is taken with every shard locked: the new incremental file is
+//! created and listed in the manifest, and the writer is told to switch to
+//! it at exactly the current feed position, so each command lands wholly
+//! before (old files) or after (new file) the cut. The base is written from
+//! the data at that same cut; when it is complete and synced, the manifest
+//! names it and drops the files it replaces.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use std::sync::atomic::Ordering;
+
+use vireo_resp::number::format_double;
+use vireo_store::keyspace::Entry;
+use vireo_store::value::Value;
+use vireo_store::Keys;
+
+use super::reader::encode;
+use super::{dir_path, persist_manifest, Aof, ON, WAIT_REWRITE};
+use crate::server::Server;
+
+/// Items per command for collections, Redis's `AOF_REWRITE_ITEMS_PER_CMD`.
+const ITEMS_PER_CMD: usize = 64;
+
+/// Appends the commands that recreate `key` (value, then expiry) to `out`.
+pub fn write_entry(out: &mut Vec<u8>, key: &[u8], entry: &Entry) {
+    let mut num = itoa::Buffer::new();
+    match &entry.value {
+        Value::Str(s) => {
+            let mut scratch = itoa::Buffer::new();
+            encode(out, &[b"SET", key, s.as_bytes(&mut scratch)]);
+        }
+        Value::List(l) => batched(out, b"RPUSH", key, l.iter().map(|e| e.to_vec())),
+        Value::Set(s) => batched(
+            out,
+            b"SADD",
+            key,
+            s.iter()
+                .map(|m| m.as_bytes(&mut itoa::Buffer::new()).to_vec()),
+        ),
+        Value::Hash(h) => {
+            let mut it = h.iter().peekable();
+            while it.peek().is_some() {
+                let mut cmd: Vec<Vec<u8>> = vec![b"HMSET".to_vec(), key.to_vec()];
+                for (f, v) in it.by_ref().take(ITEMS_PER_CMD) {
+                    cmd.push(f.to_vec());
+                    cmd.push(v.to_vec());
+                }
+                encode(out, &cmd);
+            }
+        }
+        Value::ZSet(z) => {
+            let mut it = z.iter().peekable();
+            while it.peek().is_some() {
+                let mut cmd: Vec<Vec<u8>> = vec![b"ZADD".to_vec(), key.to_vec()];
+                for (m, score) in it.by_ref().take(ITEMS_PER_CMD) {
+                    cmd.push(format_double(score).into_bytes());
+                    cmd.push(m.to_vec());
+                }
+                encode(out, &cmd);
+            }
+        }
+    }
+    if let Some(at) = entry.expire_at() {
+        encode(out, &[b"PEXPIREAT", key, num.format(at).as_bytes()]);
+    }
+}
+
+/// `<cmd> key item…` commands of at most [`ITEMS_PER_CMD`] items each.
+fn batched(out: &mut Vec<u8>, cmd: &[u8], key: &[u8], items: impl Iterator<Item = Vec<u8>>) {
+    let mut items = items.peekable();
+    while items.peek().is_some() {
+        let mut c: Vec<Vec<u8>> = vec![cmd.to_vec(), key.to_vec()];
+        c.extend(items.by_ref().take(ITEMS_PER_CMD));
+        encode(out, &c);
+    }
+}
+
+/// Writes every live key of the view (which must hold every shard) as
+/// commands to a new file at `path`, synced before returning.
+pub fn write_base_file(keys: &mut Keys<'_>, path: &Path) -> std::io::Result<u64> {
+    let mut w = BufWriter::with_capacity(1 << 20, File::create(path)?);
+    let mut buf = Vec::with_capacity(64 * 1024);
+    let mut err = None;
+    let mut size = 0u64;
+    for db in 0..keys.keyspace().databases() {
+        let mut selected = false;
+        keys.for_each_key(db, |k, e| {
+            if err.is_some() {
+                return;
+            }
+            if !selected {
+                encode(
+                    &mut buf,
+                    &[b"SELECT", itoa::Buffer::new().format(db).as_bytes()],
+                );
+                selected = true;
+            }
+            write_entry(&mut buf, k, e);
+            if buf.len() >= 32 * 1024 {
+                size += buf.len() as u64;
+                err = w.write_all(&buf).err();
+                buf.clear();
+            }
+        });
+        if let Some(e) = err {
+            return Err(e);
+        }
+    }
+    size += buf.len() as u64;
+    w.write_all(&buf)?;
+    let f = w.into_inner().map_err(|e| e.into_error())?;
+    f.sync_all()?;
+    Ok(size)
+}
+
+/// Runs one rewrite (called on the AOF background thread), recording the
+/// outcome for INFO.
+pub fn run(server: &Server) {
+    let aof = &server.aof;
+    if aof.rewrite_in_progress.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    let now = vireo_store::clock::now_ms();
+    aof.rewrite_started_ms.store(now, Ordering::Relaxed);
+    let result = rewrite(server, aof);
+    let secs = (vireo_store::clock::now_ms().saturating_sub(now) / 1000) as i64;
+    aof.last_rewrite_secs.store(secs, Ordering::Relaxed);
+    match result {
+        Ok(()) => {
+            tracing::info!("Background AOF rewrite finished successfully");
+            aof.last_rewrite_ok.store(true, Ordering::Relaxed);
+            aof.rewrites.fetch_add(1, Ordering::Relaxed);
+            aof.rewrites_failed_in_a_row.store(0, Ordering::Relaxed);
+        }
+        Err(e) => {
+            tracing::warn!("Background AOF rewrite failed: {e}");
+            aof.last_rewrite_ok.store(false, Ordering::Relaxed);
+            aof.rewrites_failed_in_a_row.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    aof.rewrite_in_progress.store(false, Ordering::SeqCst);
+}
+
+fn rewrite(server: &Server, aof: &Aof) -> std::io::Result<()> {
+    let dir = dir_path(server);
+    std::fs::create_dir_all(&dir)?;
+    let prefix = server.config.appendfilename();
+    let tmp = dir.join(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
+    let mut m = aof.manifest.lock().clone().unwrap_or_default();
+    // The cut: no command runs while every shard is held.
+    let mut keys = server.keyspace.lock_all();
+    // With the AOF off (BGREWRITEAOF anyway) only a base is written.
+    let logging = aof.is_enabled();
+    if logging {
+        let incr = m.new_incr(&prefix);
+        let file = File::options()
+            .create(true)
+            .append(true)
+            .open(dir.join(&incr))?;
+        persist_manifest(server, &m)?;
+        tracing::info!("Creating AOF incr file {incr} on background rewrite");
+        let mut f = aof.feed.lock();
+        let at = f.buf.len();
+        f.switch = Some((at, file));
+        f.selected_db = None;
+        let _ = aof
+            .state
+            .compare_exchange(WAIT_REWRITE, ON, Ordering::SeqCst, Ordering::SeqCst);
+        drop(f);
+        *aof.manifest.lock() = Some(m.clone());
+    }
+    let written = write_base_file(&mut keys, &tmp);
+    drop(keys);
+    let base_len = written?;
+    let base = m.new_base(&prefix, false);
+    m.retire_incr(logging);
+    std::fs::rename(&tmp, dir.join(&base))?;
+    persist_manifest(server, &m)?;
+    for old in std::mem::take(&mut m.history) {
+        tracing::info!("Removing the history file {} in the background", old.name);
+        let _ = std::fs::remove_file(dir.join(&old.name));
+    }
+    persist_manifest(server, &m)?;
+    aof.base_size.store(base_len, Ordering::Relaxed);
+    let incr_len = m
+        .incr
+        .last()
+        .and_then(|f| std::fs::metadata(dir.join(&f.name)).ok())
+        .map_or(0, |md| md.len());
+    aof.current_size
+        .store(base_len + incr_len, Ordering::Relaxed);
+    *aof.manifest.lock() = Some(m);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::aof::reader::CommandReader;
+    use vireo_store::value::StrValue;
+
+    #[test]
+    fn entries_become_commands_in_batches_with_absolute_expiry() {
+        let mut out = Vec::new();
+        let e = Entry::new(Value::Str(StrValue::from_bytes(b"12"))).with_expire(Some(1234));
+        write_entry(&mut out, b"k", &e);
+        let mut r = CommandReader::new(&out[..], 0);
+        assert_eq!(
+            r.next_command().unwrap().unwrap(),
+            vec![b"SET".to_vec(), b"k".to_vec(), b"12".to_vec()]
+        );
+        assert_eq!(
+            r.next_command().unwrap().unwrap(),
+            vec![b"PEXPIREAT".to_vec(), b"k".to_vec(), b"1234".to_vec()]
+        );
+        assert_eq!(r.next_command().unwrap(), None);
+
+        let mut out = Vec::new();
+        let items: Vec<Vec<u8>> = (0..130).map(|i| format!("e{i}").into_bytes()).collect();
+        batched(&mut out, b"RPUSH", b"l", items.clone().into_iter());
+        let mut r = CommandReader::new(&out[..], 0);
+        let mut seen = Vec::new();
+        let mut sizes = Vec::new();
+        while let Some(c) = r.next_command().unwrap() {
+            assert_eq!(&c[..2], &[b"RPUSH".to_vec(), b"l".to_vec()]);
+            sizes.push(c.len() - 2);
+            seen.extend(c.into_iter().skip(2));
+        }
+        assert_eq!(sizes, [64, 64, 2]);
+        assert_eq!(seen, items);
+    }
+}

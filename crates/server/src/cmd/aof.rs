@@ -1,0 +1,28 @@
+//! The AOF's commands (Redis's aof.c commands): BGREWRITEAOF. The AOF
+//! itself lives in [`crate::aof`].
+
+use vireo_resp::Args;
+
+use super::{flags::*, spec, CommandSpec, Ctx, KeySpec};
+
+/// This family's commands.
+pub const COMMANDS: &[CommandSpec] = &[spec(
+    "bgrewriteaof",
+    1,
+    ADMIN | NOSCRIPT | NO_ASYNC_LOADING,
+    KeySpec::None,
+    bgrewriteaof,
+)];
+
+/// BGREWRITEAOF: compacts the AOF in the background (a new base file from
+/// the data at a point in time, plus a new incremental file from then on),
+/// without fork and without blocking writers.
+fn bgrewriteaof(ctx: &mut Ctx<'_>, _args: Args<'_>) {
+    if ctx.server.aof.request_rewrite() {
+        ctx.out
+            .simple("Background append only file rewriting started");
+    } else {
+        ctx.out
+            .error("ERR Background append only file rewriting already in progress");
+    }
+}
