@@ -41,10 +41,13 @@ fn shutdown(mut srv: Server) {
     let _ = srv.child().wait();
 }
 
+/// A database's contents: key → (type, contents, absolute expiry).
+type Image = BTreeMap<Vec<u8>, (String, Vec<Vec<u8>>, i64)>;
+
 /// Everything a database holds, in a comparable form: per key its type,
 /// contents (collections sorted where order does not matter) and absolute
 /// expiry.
-fn dump(con: &mut redis::Connection, db: usize) -> BTreeMap<Vec<u8>, (String, Vec<Vec<u8>>, i64)> {
+fn dump(con: &mut redis::Connection, db: usize) -> Image {
     q(con, &["SELECT", &db.to_string()]).unwrap();
     let keys: Vec<Vec<u8>> = redis::cmd("KEYS").arg("*").query(con).unwrap();
     let mut out = BTreeMap::new();
@@ -146,7 +149,7 @@ fn write_dataset(con: &mut redis::Connection) {
     let _: i64 = c.query(con).unwrap();
 }
 
-fn dump_all(con: &mut redis::Connection) -> Vec<BTreeMap<Vec<u8>, (String, Vec<Vec<u8>>, i64)>> {
+fn dump_all(con: &mut redis::Connection) -> Vec<Image> {
     vec![dump(con, 0), dump(con, 3)]
 }
 
@@ -170,8 +173,7 @@ fn last_incr(dir: &Path) -> PathBuf {
     let manifest = std::fs::read_to_string(d.join("appendonly.aof.manifest")).unwrap();
     let name = manifest
         .lines()
-        .filter(|l| l.ends_with("type i"))
-        .last()
+        .rfind(|l| l.ends_with("type i"))
         .and_then(|l| l.split_whitespace().nth(1))
         .unwrap()
         .to_string();
@@ -511,7 +513,7 @@ fn config_set_appendonly_yes_writes_a_base_of_the_existing_data() {
 /// is commands).
 fn start_redis_aof(dir: &Path) -> (std::process::Child, u16) {
     let port = common::free_port();
-    let child = Command::new("redis-server")
+    let mut child = Command::new("redis-server")
         .args([
             "--port",
             &port.to_string(),
@@ -528,11 +530,15 @@ fn start_redis_aof(dir: &Path) -> (std::process::Child, u16) {
         .expect("redis-server must be installed");
     let deadline = Instant::now() + Duration::from_secs(10);
     while Instant::now() < deadline {
-        if common::answers_ping(port) {
+        // Past -LOADING too: the AOF is loaded.
+        let loaded = common::answers_ping(port) && q(&mut redis_conn(port), &["PING"]).is_ok();
+        if loaded {
             return (child, port);
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+    let _ = child.kill();
+    let _ = child.wait();
     panic!("redis-server did not start");
 }
 
@@ -585,15 +591,16 @@ fn aof_directories_move_between_redis_and_vireo() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Acknowledged (time, value) pairs of one writer.
+type Acked = Vec<(Instant, i64)>;
+
 /// Writers INCR their own counter and record every acknowledged value with
 /// the time it was acknowledged; the server is killed with SIGKILL mid-way.
-/// Returns, per writer, the acknowledged (time, value) history and the
-/// kill time.
-fn crash_run(dir: &Path, fsync: &str, writers: usize) -> (Vec<Vec<(Instant, i64)>>, Instant) {
+/// Returns, per writer, the acknowledged history and the kill time.
+fn crash_run(dir: &Path, fsync: &str, writers: usize) -> (Vec<Acked>, Instant) {
     let mut srv = start_aof(dir, &["--appendfsync", fsync]);
     let stop = Arc::new(AtomicBool::new(false));
-    let acked: Arc<Mutex<Vec<Vec<(Instant, i64)>>>> =
-        Arc::new(Mutex::new(vec![Vec::new(); writers]));
+    let acked: Arc<Mutex<Vec<Acked>>> = Arc::new(Mutex::new(vec![Vec::new(); writers]));
     let port = srv.port;
     let handles: Vec<_> = (0..writers)
         .map(|i| {

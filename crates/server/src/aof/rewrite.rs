@@ -1,23 +1,29 @@
 //! AOF rewrite (compaction): a new base file holding the data as commands,
 //! and a new incremental file that takes every command after the cut.
 //!
-//! The cut is taken with every shard locked: the new incremental file is
-//! created and listed in the manifest, and the writer is told to switch to
-//! it at exactly the current feed position, so each command lands wholly
-//! before (old files) or after (new file) the cut. The base is written from
-//! the data at that same cut; when it is complete and synced, the manifest
-//! names it and drops the files it replaces.
+//! The cut is a point-in-time snapshot ([`vireo_store::snapshot`]), taken
+//! with every shard locked: there the new incremental file is created and
+//! listed in the manifest, and the writer is told to switch to it at
+//! exactly the current feed position, so each command lands wholly before
+//! (old files) or after (new file) the cut. The base is written from the
+//! shards as they were at that same cut, while commands keep running; when
+//! it is complete and synced, the manifest names it and drops the files it
+//! replaces. No fork, and writers are never blocked for the whole rewrite.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
+use std::sync::Arc;
+
 use vireo_resp::number::format_double;
-use vireo_store::keyspace::Entry;
+use vireo_store::keyspace::{Entry, Shard};
+use vireo_store::snapshot::ShardVisitor;
 use vireo_store::value::Value;
 use vireo_store::Keys;
 
+use super::manifest::Manifest;
 use super::reader::encode;
 use super::{dir_path, persist_manifest, Aof, ON, WAIT_REWRITE};
 use crate::server::Server;
@@ -80,7 +86,8 @@ fn batched(out: &mut Vec<u8>, cmd: &[u8], key: &[u8], items: impl Iterator<Item 
 }
 
 /// Writes every live key of the view (which must hold every shard) as
-/// commands to a new file at `path`, synced before returning.
+/// commands to a new file at `path`, synced before returning (the base
+/// made at start-up, before any client is served).
 pub fn write_base_file(keys: &mut Keys<'_>, path: &Path) -> std::io::Result<u64> {
     let mut w = BufWriter::with_capacity(1 << 20, File::create(path)?);
     let mut buf = Vec::with_capacity(64 * 1024);
@@ -121,6 +128,13 @@ pub fn write_base_file(keys: &mut Keys<'_>, path: &Path) -> std::io::Result<u64>
 /// outcome for INFO.
 pub fn run(server: &Server) {
     let aof = &server.aof;
+    if server.keyspace.snapshot_in_progress() {
+        // A BGSAVE is running: the rewrite starts once it is done, as Redis
+        // schedules it.
+        aof.bg.lock().rewrite_requested = true;
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        return;
+    }
     if aof.rewrite_in_progress.swap(true, Ordering::SeqCst) {
         return;
     }
@@ -145,36 +159,106 @@ pub fn run(server: &Server) {
     aof.rewrite_in_progress.store(false, Ordering::SeqCst);
 }
 
+/// The rewrite's snapshot visitor: serializes each shard, as it was at the
+/// cut, into commands and hands the buffer to the rewrite thread. Keys
+/// already expired at the cut are left out, as Redis's rewrite does.
+struct ToCommands {
+    tx: crossbeam_channel::Sender<Vec<u8>>,
+    now_ms: u64,
+}
+
+impl ShardVisitor for ToCommands {
+    fn visit(&self, _index: usize, shard: &Shard) {
+        let mut buf = Vec::new();
+        for db in 0..shard.databases() {
+            let mut selected = false;
+            for (key, entry) in shard.entries(db) {
+                if entry.expire_at().is_some_and(|at| at < self.now_ms) {
+                    continue;
+                }
+                if !selected {
+                    encode(
+                        &mut buf,
+                        &[b"SELECT", itoa::Buffer::new().format(db).as_bytes()],
+                    );
+                    selected = true;
+                }
+                write_entry(&mut buf, key, entry);
+            }
+        }
+        // The receiver outlives every visit (it waits for all shards).
+        let _ = self.tx.send(buf);
+    }
+}
+
+/// The cut: runs while every shard is locked. Lists a new incremental file
+/// in the manifest and tells the writer to switch to it at the current
+/// feed position; with the AOF off (a BGREWRITEAOF anyway) only a base is
+/// made.
+fn at_cut(server: &Server, m: &mut Manifest, prefix: &str) -> std::io::Result<bool> {
+    let aof = &server.aof;
+    if !aof.is_enabled() {
+        return Ok(false);
+    }
+    let dir = dir_path(server);
+    let incr = m.new_incr(prefix);
+    let file = File::options()
+        .create(true)
+        .append(true)
+        .open(dir.join(&incr))?;
+    persist_manifest(server, m)?;
+    tracing::info!("Creating AOF incr file {incr} on background rewrite");
+    let mut f = aof.feed.lock();
+    let at = f.buf.len();
+    f.switch = Some((at, file));
+    f.selected_db = None;
+    let _ = aof
+        .state
+        .compare_exchange(WAIT_REWRITE, ON, Ordering::SeqCst, Ordering::SeqCst);
+    drop(f);
+    *aof.manifest.lock() = Some(m.clone());
+    Ok(true)
+}
+
 fn rewrite(server: &Server, aof: &Aof) -> std::io::Result<()> {
     let dir = dir_path(server);
     std::fs::create_dir_all(&dir)?;
     let prefix = server.config.appendfilename();
     let tmp = dir.join(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
     let mut m = aof.manifest.lock().clone().unwrap_or_default();
-    // The cut: no command runs while every shard is held.
-    let mut keys = server.keyspace.lock_all();
-    // With the AOF off (BGREWRITEAOF anyway) only a base is written.
-    let logging = aof.is_enabled();
-    if logging {
-        let incr = m.new_incr(&prefix);
-        let file = File::options()
-            .create(true)
-            .append(true)
-            .open(dir.join(&incr))?;
-        persist_manifest(server, &m)?;
-        tracing::info!("Creating AOF incr file {incr} on background rewrite");
-        let mut f = aof.feed.lock();
-        let at = f.buf.len();
-        f.switch = Some((at, file));
-        f.selected_db = None;
-        let _ = aof
-            .state
-            .compare_exchange(WAIT_REWRITE, ON, Ordering::SeqCst, Ordering::SeqCst);
-        drop(f);
-        *aof.manifest.lock() = Some(m.clone());
+    let ks = &server.keyspace;
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let visitor = Arc::new(ToCommands {
+        tx,
+        now_ms: vireo_store::clock::now_ms(),
+    });
+    let mut cut = None;
+    let started = ks.begin_snapshot(visitor, || cut = Some(at_cut(server, &mut m, &prefix)));
+    if started.is_err() {
+        return Err(std::io::Error::other(
+            "another snapshot is in progress; the rewrite is scheduled",
+        ));
     }
-    let written = write_base_file(&mut keys, &tmp);
-    drop(keys);
+    // Shards come from whoever touches them first; this thread drives the
+    // rest while a helper writes what arrives.
+    let written = std::thread::scope(|s| {
+        let writer = s.spawn(|| -> std::io::Result<u64> {
+            let mut w = BufWriter::with_capacity(1 << 20, File::create(&tmp)?);
+            let mut size = 0;
+            for buf in rx.iter().take(ks.shard_count()) {
+                size += buf.len() as u64;
+                w.write_all(&buf)?;
+            }
+            let f = w.into_inner().map_err(|e| e.into_error())?;
+            f.sync_all()?;
+            Ok(size)
+        });
+        ks.drive_snapshot();
+        writer
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("rewrite writer panicked")))
+    });
+    let logging = cut.unwrap_or(Ok(false))?;
     let base_len = written?;
     let base = m.new_base(&prefix, false);
     m.retire_incr(logging);

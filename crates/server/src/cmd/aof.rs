@@ -18,9 +18,13 @@ pub const COMMANDS: &[CommandSpec] = &[spec(
 /// the data at a point in time, plus a new incremental file from then on),
 /// without fork and without blocking writers.
 fn bgrewriteaof(ctx: &mut Ctx<'_>, _args: Args<'_>) {
+    let busy = ctx.server.keyspace.snapshot_in_progress();
     if ctx.server.aof.request_rewrite() {
-        ctx.out
-            .simple("Background append only file rewriting started");
+        ctx.out.simple(if busy {
+            "Background append only file rewriting scheduled"
+        } else {
+            "Background append only file rewriting started"
+        });
     } else {
         ctx.out
             .error("ERR Background append only file rewriting already in progress");
