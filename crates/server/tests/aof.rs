@@ -253,6 +253,24 @@ fn expiries_and_non_deterministic_commands_are_logged_as_their_effects() {
     ] {
         q(&mut con, c).unwrap();
     }
+    // A transaction with several writes is one MULTI/EXEC unit; one with a
+    // single write is just that command; SELECT precedes a change of
+    // database.
+    for c in [
+        &["MULTI"][..],
+        &["SET", "m1", "1"],
+        &["GET", "m1"],
+        &["SET", "m2", "2"],
+        &["EXEC"],
+        &["MULTI"],
+        &["SET", "solo", "1"],
+        &["EXEC"],
+        &["SELECT", "2"],
+        &["SET", "in2", "x"],
+        &["SELECT", "0"],
+    ] {
+        q(&mut con, c).unwrap();
+    }
     // A failed conditional write and a read change nothing: not logged.
     q(&mut con, &["SET", "a", "2", "NX"]).unwrap();
     q(&mut con, &["GET", "a"]).unwrap();
@@ -282,6 +300,12 @@ fn expiries_and_non_deterministic_commands_are_logged_as_their_effects() {
         assert!(text.contains(effect), "{effect} missing:\n{text}");
     }
     assert_eq!(text.matches("$3\r\nSET\r\n$1\r\na\r\n").count(), 1);
+    assert!(text.contains(
+        "*1\r\n$5\r\nMULTI\r\n*3\r\n$3\r\nSET\r\n$2\r\nm1\r\n$1\r\n1\r\n\
+         *3\r\n$3\r\nSET\r\n$2\r\nm2\r\n$1\r\n2\r\n*1\r\n$4\r\nEXEC\r\n"
+    ));
+    assert_eq!(text.matches("MULTI").count(), 1, "{text}");
+    assert!(text.contains("*2\r\n$6\r\nSELECT\r\n$1\r\n2\r\n*3\r\n$3\r\nSET\r\n$3\r\nin2"));
     let before = dump(&mut con, 0);
     drop(con);
     drop(srv); // kill -9: `always` has everything on disk already.

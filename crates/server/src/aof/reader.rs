@@ -218,6 +218,34 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Any bytes: no panic, offsets stay within the input and end on
+        /// command boundaries that re-read to the same commands.
+        #[test]
+        fn arbitrary_bytes_never_panic(data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..256)) {
+            let (cmds, _, off) = read_all(&data);
+            proptest::prop_assert!(off <= data.len() as u64);
+            let (again, res, off2) = read_all(&data[..off as usize]);
+            proptest::prop_assert_eq!(res, Ok(()));
+            proptest::prop_assert_eq!(off2, off);
+            proptest::prop_assert_eq!(again, cmds);
+        }
+
+        /// Encoded commands read back exactly, whatever their bytes.
+        #[test]
+        fn encoded_commands_round_trip(cmds in proptest::collection::vec(
+            proptest::collection::vec(proptest::collection::vec(proptest::prelude::any::<u8>(), 0..20), 1..5), 0..8)) {
+            let mut buf = Vec::new();
+            for c in &cmds {
+                encode(&mut buf, c);
+            }
+            let (got, res, off) = read_all(&buf);
+            proptest::prop_assert_eq!(res, Ok(()));
+            proptest::prop_assert_eq!(off, buf.len() as u64);
+            proptest::prop_assert_eq!(got, cmds);
+        }
+    }
+
     #[test]
     fn garbage_is_a_format_error_and_lengths_do_not_allocate() {
         let (_, res, off) = read_all(b"*1\r\n$4\r\nPING\r\nxyz\r\n");
