@@ -108,6 +108,33 @@ impl Entry {
         self
     }
 
+    /// The same entry, marked as last accessed `idle_secs` seconds before
+    /// `now_ms` (RESTORE ... IDLETIME, the RDB IDLE opcode).
+    pub fn with_idle(mut self, idle_secs: u64, now_ms: u64) -> Self {
+        self.stamp_fresh(now_ms);
+        let idle = u32::try_from(idle_secs).unwrap_or(u32::MAX);
+        // 0 means "not stored yet", so the oldest possible access is 1.
+        self.access_s = unix_secs(now_ms).saturating_sub(idle).max(1);
+        self
+    }
+
+    /// The same entry with access counter `freq` as of `now_ms` (RESTORE
+    /// ... FREQ, the RDB FREQ opcode).
+    pub fn with_freq(mut self, freq: u8, now_ms: u64) -> Self {
+        self.stamp_fresh(now_ms);
+        self.lfu_count = freq;
+        self
+    }
+
+    /// Gives a not-yet-stored entry its access metadata now, so that
+    /// [`Entry::with_idle`] and [`Entry::with_freq`] survive storing.
+    fn stamp_fresh(&mut self, now_ms: u64) {
+        if self.access_s == 0 {
+            self.access_s = unix_secs(now_ms).max(1);
+            self.lfu_minutes = lfu_minutes(now_ms);
+        }
+    }
+
     /// The expiry time in Unix milliseconds, if any.
     pub fn expire_at(&self) -> Option<u64> {
         (self.expire_at != 0).then_some(self.expire_at)

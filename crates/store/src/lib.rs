@@ -11,6 +11,7 @@ pub mod glob;
 pub mod hash;
 pub mod keyspace;
 pub mod list;
+pub mod rdb;
 pub mod set;
 pub mod snapshot;
 pub mod value;

@@ -438,6 +438,12 @@ impl List {
         i64::from(self.0.fill)
     }
 
+    /// True if a packed node of `bytes` bytes holding `count` elements
+    /// respects this list's fill (used to cut nodes when writing RDB).
+    pub fn node_fits(&self, bytes: usize, count: usize) -> bool {
+        fits(self.0.fill, bytes, count)
+    }
+
     /// The encoding name OBJECT ENCODING reports (Redis 7.0 has only one).
     pub fn encoding_name(&self) -> &'static str {
         "quicklist"

@@ -1,0 +1,715 @@
+//! Reading RDB data: the streaming [`Loader`] for files and
+//! [`restore_payload`] for RESTORE.
+//!
+//! Files can be far larger than memory allows to buffer, so the loader
+//! reads through a fixed 64 KiB window, checksumming bytes as they leave
+//! it. Declared lengths never size an allocation up front beyond
+//! [`PREALLOC_MAX`]: buffers grow as the data actually arrives, so a lying
+//! length costs at most what the input really contains.
+
+use std::io::Read;
+
+use vireo_resp::number::parse_f64;
+
+use super::{
+    crc64, intset, listpack, lzf, opcode, rtype, ziplist, zipmap, ErrorKind, Packed, RdbError,
+    RDB_VERSION,
+};
+use crate::clock;
+use crate::hash::{Hash, HashLimits};
+use crate::keyspace::Entry;
+use crate::list::{End, List};
+use crate::set::{Member, Set};
+use crate::value::{StrValue, Value};
+use crate::zset::{self, ZSet};
+
+/// The read window, and the most any declared length preallocates.
+const PREALLOC_MAX: usize = 64 * 1024;
+
+/// The encoding thresholds (and limits) loaded values are built with; the
+/// defaults are Redis's.
+#[derive(Clone, Copy, Debug)]
+pub struct LoadOptions {
+    /// `hash-max-listpack-entries` / `hash-max-listpack-value`.
+    pub hash: HashLimits,
+    /// `zset-max-listpack-entries` / `zset-max-listpack-value`.
+    pub zset: zset::Limits,
+    /// `set-max-intset-entries`.
+    pub set_max_intset_entries: usize,
+    /// `list-max-listpack-size`.
+    pub list_fill: i64,
+    /// `databases`: a file selecting a database beyond it is refused.
+    pub databases: usize,
+    /// `rdbchecksum`: verify the file's checksum (when it has one).
+    pub verify_checksum: bool,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions {
+            hash: HashLimits::default(),
+            zset: zset::Limits::default(),
+            set_max_intset_entries: 512,
+            list_fill: -2,
+            databases: 16,
+            verify_checksum: true,
+        }
+    }
+}
+
+/// One thing read from an RDB file.
+#[derive(Debug)]
+pub enum Item {
+    /// An auxiliary field (`redis-ver`, `ctime`, `repl-id`, …).
+    Aux {
+        /// Field name.
+        key: Vec<u8>,
+        /// Field value.
+        value: Vec<u8>,
+    },
+    /// Size hints for database `db`, before its keys.
+    ResizeDb {
+        /// The database the hints are for.
+        db: usize,
+        /// Number of keys.
+        keys: u64,
+        /// Number of keys with a TTL.
+        expires: u64,
+    },
+    /// A key with its value, expiry and (when the file has them) idle time
+    /// and access counter. The expiry may already be in the past: whether to
+    /// keep such a key is the caller's decision (Redis drops them on a
+    /// master).
+    Entry {
+        /// The database the key belongs to.
+        db: usize,
+        /// The key.
+        key: Vec<u8>,
+        /// Value and metadata.
+        entry: Entry,
+    },
+    /// A function library (`FUNCTION LOAD` source code).
+    Function {
+        /// The library's code.
+        code: Vec<u8>,
+    },
+    /// Auxiliary data of a module (skipped: Vireo has no modules).
+    ModuleAux {
+        /// The module type's name, from its id.
+        module: String,
+    },
+}
+
+/// A buffered reader that tracks the offset and checksums what it consumes.
+struct Src<R> {
+    r: R,
+    buf: Box<[u8]>,
+    pos: usize,
+    end: usize,
+    /// Bytes consumed before `buf[0]`.
+    base: u64,
+    crc: u64,
+    /// `buf[crc_from..pos]` is consumed but not yet in `crc`.
+    crc_from: usize,
+}
+
+type Res<T> = Result<T, ErrorKind>;
+
+fn corrupt<T>(msg: impl Into<String>) -> Res<T> {
+    Err(ErrorKind::Corrupt(msg.into()))
+}
+
+impl<R: Read> Src<R> {
+    fn new(r: R) -> Self {
+        Src {
+            r,
+            buf: vec![0; PREALLOC_MAX].into_boxed_slice(),
+            pos: 0,
+            end: 0,
+            base: 0,
+            crc: 0,
+            crc_from: 0,
+        }
+    }
+
+    fn offset(&self) -> u64 {
+        self.base + self.pos as u64
+    }
+
+    /// The checksum of everything consumed so far.
+    fn crc(&mut self) -> u64 {
+        self.crc = crc64(self.crc, &self.buf[self.crc_from..self.pos]);
+        self.crc_from = self.pos;
+        self.crc
+    }
+
+    /// Refills an exhausted window; Eof if the input has ended.
+    fn refill(&mut self) -> Res<()> {
+        self.crc();
+        self.base += self.end as u64;
+        self.pos = 0;
+        self.end = 0;
+        self.crc_from = 0;
+        loop {
+            match self.r.read(&mut self.buf) {
+                Ok(0) => return Err(ErrorKind::UnexpectedEof),
+                Ok(n) => {
+                    self.end = n;
+                    return Ok(());
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(ErrorKind::Io(e.to_string())),
+            }
+        }
+    }
+
+    fn u8(&mut self) -> Res<u8> {
+        if self.pos == self.end {
+            self.refill()?;
+        }
+        self.pos += 1;
+        Ok(self.buf[self.pos - 1])
+    }
+
+    fn exact<const N: usize>(&mut self) -> Res<[u8; N]> {
+        let mut out = [0u8; N];
+        let mut got = 0;
+        while got < N {
+            if self.pos == self.end {
+                self.refill()?;
+            }
+            let n = (N - got).min(self.end - self.pos);
+            out[got..got + n].copy_from_slice(&self.buf[self.pos..self.pos + n]);
+            self.pos += n;
+            got += n;
+        }
+        Ok(out)
+    }
+
+    /// Reads `n` bytes, growing the result only as data arrives.
+    fn bytes(&mut self, n: u64) -> Res<Vec<u8>> {
+        let n = usize::try_from(n).map_err(|_| ErrorKind::UnexpectedEof)?;
+        let mut out = Vec::with_capacity(n.min(PREALLOC_MAX));
+        while out.len() < n {
+            if self.pos == self.end {
+                self.refill()?;
+            }
+            let k = (n - out.len()).min(self.end - self.pos);
+            out.extend_from_slice(&self.buf[self.pos..self.pos + k]);
+            self.pos += k;
+        }
+        Ok(out)
+    }
+
+    /// Reads a length, or an encoded-string marker (Err(low 6 bits)).
+    fn len_or_enc(&mut self) -> Res<Result<u64, u8>> {
+        let b = self.u8()?;
+        Ok(match b >> 6 {
+            0 => Ok(u64::from(b & 0x3f)),
+            1 => Ok(u64::from(b & 0x3f) << 8 | u64::from(self.u8()?)),
+            2 if b == 0x80 => Ok(u64::from(u32::from_be_bytes(self.exact()?))),
+            2 if b == 0x81 => Ok(u64::from_be_bytes(self.exact()?)),
+            2 => return corrupt(format!("unknown length encoding {b:#04x}")),
+            _ => Err(b & 0x3f),
+        })
+    }
+
+    /// Reads a length.
+    fn len(&mut self) -> Res<u64> {
+        match self.len_or_enc()? {
+            Ok(n) => Ok(n),
+            Err(_) => corrupt("an encoded string where a length was expected"),
+        }
+    }
+
+    /// Reads a length that counts elements to come, as a usize.
+    fn count(&mut self) -> Res<usize> {
+        usize::try_from(self.len()?).or_else(|_| corrupt("element count too large"))
+    }
+
+    /// Reads a string in any of its encodings.
+    fn string(&mut self) -> Res<Vec<u8>> {
+        let int = |v: i64| itoa::Buffer::new().format(v).as_bytes().to_vec();
+        match self.len_or_enc()? {
+            Ok(n) => self.bytes(n),
+            Err(0) => Ok(int(i64::from(i8::from_le_bytes(self.exact()?)))),
+            Err(1) => Ok(int(i64::from(i16::from_le_bytes(self.exact()?)))),
+            Err(2) => Ok(int(i64::from(i32::from_le_bytes(self.exact()?)))),
+            Err(3) => {
+                let clen = self.len()?;
+                let ulen = self.len()?;
+                if ulen > clen.saturating_mul(lzf::MAX_EXPANSION as u64) {
+                    return corrupt("LZF string longer than its compressed data allows");
+                }
+                let c = self.bytes(clen)?;
+                match lzf::decompress(&c, ulen as usize) {
+                    Some(s) => Ok(s),
+                    None => corrupt("invalid LZF compressed string"),
+                }
+            }
+            Err(e) => corrupt(format!("unknown string encoding {e}")),
+        }
+    }
+
+    /// Reads a sorted set score in the old text format.
+    fn text_double(&mut self) -> Res<f64> {
+        match self.u8()? {
+            253 => Ok(f64::NAN),
+            254 => Ok(f64::INFINITY),
+            255 => Ok(f64::NEG_INFINITY),
+            n => {
+                let s = self.bytes(u64::from(n))?;
+                parse_f64(&s).map_or_else(|| corrupt("invalid sorted set score"), Ok)
+            }
+        }
+    }
+}
+
+/// Reads an RDB file item by item; see the module documentation.
+pub struct Loader<R> {
+    src: Src<R>,
+    version: u32,
+    opts: LoadOptions,
+    db: usize,
+    done: bool,
+    /// Keys skipped because their value was empty (Redis skips them too).
+    empty_keys: u64,
+}
+
+impl<R: Read> Loader<R> {
+    /// Reads and checks the header (`REDIS` and a version from 1 to 10),
+    /// building values with Redis's default thresholds.
+    pub fn new(r: R) -> Result<Self, RdbError> {
+        Loader::with_options(r, LoadOptions::default())
+    }
+
+    /// Like [`Loader::new`] with the server's thresholds and limits.
+    pub fn with_options(r: R, opts: LoadOptions) -> Result<Self, RdbError> {
+        let mut src = Src::new(r);
+        let header = src.exact::<9>().map_err(|kind| RdbError {
+            kind: match kind {
+                ErrorKind::UnexpectedEof => ErrorKind::BadMagic,
+                k => k,
+            },
+            offset: 0,
+            key: None,
+        })?;
+        let err = |kind| RdbError {
+            kind,
+            offset: 0,
+            key: None,
+        };
+        if &header[..5] != b"REDIS" || !header[5..].iter().all(u8::is_ascii_digit) {
+            return Err(err(ErrorKind::BadMagic));
+        }
+        let version = header[5..]
+            .iter()
+            .fold(0u32, |v, d| v * 10 + u32::from(d - b'0'));
+        if version == 0 || version > u32::from(RDB_VERSION) {
+            return Err(err(ErrorKind::UnsupportedVersion(version)));
+        }
+        Ok(Loader {
+            src,
+            version,
+            opts,
+            db: 0,
+            done: false,
+            empty_keys: 0,
+        })
+    }
+
+    /// The file's RDB version.
+    pub fn version(&self) -> u32 {
+        self.version
+    }
+
+    /// Bytes read so far.
+    pub fn offset(&self) -> u64 {
+        self.src.offset()
+    }
+
+    /// Keys skipped so far because their value was empty.
+    pub fn empty_keys_skipped(&self) -> u64 {
+        self.empty_keys
+    }
+
+    /// The next item, or None after the EOF opcode (whose checksum has then
+    /// been verified, unless it is 0, meaning the writer had checksums off).
+    // Not an Iterator: an error ends the stream, and callers want `?`.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> Result<Option<Item>, RdbError> {
+        if self.done {
+            return Ok(None);
+        }
+        let mut key = None;
+        let r = self.step(&mut key);
+        if r.is_err() {
+            self.done = true;
+        }
+        r.map_err(|kind| RdbError {
+            kind,
+            offset: self.src.offset(),
+            key,
+        })
+    }
+
+    /// Reads up to the next item; `key` is set while a key is being read so
+    /// that errors can name it.
+    fn step(&mut self, key: &mut Option<Vec<u8>>) -> Res<Option<Item>> {
+        let mut expire: Option<i64> = None;
+        let mut idle = None;
+        let mut freq = None;
+        loop {
+            let op = self.src.u8()?;
+            match op {
+                opcode::EOF => {
+                    self.done = true;
+                    if self.version >= 5 {
+                        let computed = self.src.crc();
+                        let stored = u64::from_le_bytes(self.src.exact()?);
+                        if self.opts.verify_checksum && stored != 0 && stored != computed {
+                            return Err(ErrorKind::ChecksumMismatch { stored, computed });
+                        }
+                    }
+                    return Ok(None);
+                }
+                opcode::SELECTDB => {
+                    let db = self.src.len()?;
+                    if db >= self.opts.databases as u64 {
+                        return corrupt(format!(
+                            "database {db} selected, but only {} are configured",
+                            self.opts.databases
+                        ));
+                    }
+                    self.db = db as usize;
+                }
+                opcode::RESIZEDB => {
+                    let keys = self.src.len()?;
+                    let expires = self.src.len()?;
+                    return Ok(Some(Item::ResizeDb {
+                        db: self.db,
+                        keys,
+                        expires,
+                    }));
+                }
+                opcode::AUX => {
+                    let key = self.src.string()?;
+                    let value = self.src.string()?;
+                    return Ok(Some(Item::Aux { key, value }));
+                }
+                opcode::EXPIRETIME => {
+                    expire = Some(i64::from(i32::from_le_bytes(self.src.exact()?)) * 1000);
+                }
+                opcode::EXPIRETIME_MS => expire = Some(i64::from_le_bytes(self.src.exact()?)),
+                opcode::IDLE => idle = Some(self.src.len()?),
+                opcode::FREQ => freq = Some(self.src.u8()?),
+                opcode::MODULE_AUX => return self.module_aux().map(Some),
+                opcode::FUNCTION_PRE_GA => {
+                    return Err(ErrorKind::Unsupported(
+                        "pre-release function format not supported".into(),
+                    ))
+                }
+                opcode::FUNCTION2 => {
+                    let code = self.src.string()?;
+                    return Ok(Some(Item::Function { code }));
+                }
+                ty => {
+                    *key = Some(self.src.string()?);
+                    let value = read_value(&mut self.src, ty, &self.opts)?;
+                    let key = key.take().unwrap_or_default();
+                    let Some(value) = value else {
+                        self.empty_keys += 1;
+                        expire = None;
+                        idle = None;
+                        freq = None;
+                        continue;
+                    };
+                    let now = clock::now_ms();
+                    let mut entry = Entry::new(value)
+                        .with_expire(expire.map(|t| u64::try_from(t).unwrap_or(0)));
+                    if let Some(s) = idle {
+                        entry = entry.with_idle(s, now);
+                    }
+                    if let Some(f) = freq {
+                        entry = entry.with_freq(f, now);
+                    }
+                    return Ok(Some(Item::Entry {
+                        db: self.db,
+                        key,
+                        entry,
+                    }));
+                }
+            }
+        }
+    }
+
+    /// Skips a module's auxiliary data (id, when, then typed values up to
+    /// the module EOF marker) and names the module.
+    fn module_aux(&mut self) -> Res<Item> {
+        const CHARSET: &[u8; 64] =
+            b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+        let id = self.src.len()?;
+        let when_op = self.src.len()?;
+        if when_op != 2 {
+            return corrupt("module aux data has an invalid 'when' field");
+        }
+        self.src.len()?;
+        loop {
+            match self.src.len()? {
+                0 => break,
+                1 | 2 => {
+                    self.src.len()?;
+                }
+                3 => {
+                    self.src.exact::<4>()?;
+                }
+                4 => {
+                    self.src.exact::<8>()?;
+                }
+                5 => {
+                    self.src.string()?;
+                }
+                op => return corrupt(format!("unknown module value opcode {op}")),
+            }
+        }
+        let mut name = [0u8; 9];
+        let mut bits = id >> 10;
+        for c in name.iter_mut().rev() {
+            *c = CHARSET[(bits & 63) as usize];
+            bits >>= 6;
+        }
+        Ok(Item::ModuleAux {
+            module: String::from_utf8_lossy(&name).into_owned(),
+        })
+    }
+}
+
+/// Why a RESTORE payload was refused.
+#[derive(Debug, PartialEq, Eq)]
+pub enum PayloadError {
+    /// Too short, from a newer RDB version, or its checksum does not match
+    /// ("DUMP payload version or checksum are wrong").
+    VersionOrChecksum,
+    /// The value inside is malformed or unsupported ("Bad data format").
+    BadData(RdbError),
+}
+
+/// Decodes a DUMP payload: checks the RDB version (at most 10) and the
+/// CRC64 footer, then reads and fully validates the value. An empty
+/// collection is bad data.
+pub fn restore_payload(payload: &[u8], opts: &LoadOptions) -> Result<Value, PayloadError> {
+    if payload.len() < 10 {
+        return Err(PayloadError::VersionOrChecksum);
+    }
+    let (body, footer) = payload.split_at(payload.len() - 10);
+    let version = u16::from_le_bytes([footer[0], footer[1]]);
+    if version > RDB_VERSION {
+        return Err(PayloadError::VersionOrChecksum);
+    }
+    let stored = u64::from_le_bytes(footer[2..].try_into().unwrap_or_default());
+    if crc64(0, &payload[..payload.len() - 8]) != stored {
+        return Err(PayloadError::VersionOrChecksum);
+    }
+    let mut src = Src::new(body);
+    let r = src
+        .u8()
+        .and_then(|ty| read_value(&mut src, ty, opts))
+        .and_then(|v| v.map_or_else(|| corrupt("empty value"), Ok));
+    r.map_err(|kind| {
+        PayloadError::BadData(RdbError {
+            kind,
+            offset: src.offset(),
+            key: None,
+        })
+    })
+}
+
+/// Reads a value of type byte `ty`; None for an empty collection (which a
+/// key never holds).
+fn read_value<R: Read>(src: &mut Src<R>, ty: u8, o: &LoadOptions) -> Res<Option<Value>> {
+    let v = match ty {
+        rtype::STRING => Value::Str(StrValue::from_vec(src.string()?)),
+        rtype::LIST => {
+            let n = src.count()?;
+            let mut l = List::new(o.list_fill);
+            for _ in 0..n {
+                l.push(End::Right, &src.string()?);
+            }
+            Value::List(l)
+        }
+        rtype::SET => {
+            let n = src.count()?;
+            let mut s = Set::new();
+            for _ in 0..n {
+                if !s.insert(&src.string()?, o.set_max_intset_entries) {
+                    return corrupt("duplicate set members detected");
+                }
+            }
+            Value::Set(s)
+        }
+        rtype::ZSET | rtype::ZSET_2 => {
+            let n = src.count()?;
+            let mut entries = Vec::with_capacity(n.min(PREALLOC_MAX));
+            for _ in 0..n {
+                let m = src.string()?;
+                let score = if ty == rtype::ZSET {
+                    src.text_double()?
+                } else {
+                    f64::from_le_bytes(src.exact()?)
+                };
+                entries.push((m, score));
+            }
+            build_zset(entries, o)?
+        }
+        rtype::HASH => {
+            let n = src.count()?;
+            let mut h = Hash::new();
+            for _ in 0..n {
+                let f = src.string()?;
+                let v = src.string()?;
+                if !h.set(&f, &v, o.hash) {
+                    return corrupt("duplicate hash fields detected");
+                }
+            }
+            Value::Hash(h)
+        }
+        rtype::HASH_ZIPMAP => {
+            let blob = src.string()?;
+            let pairs = zipmap::pairs(&blob).or_else(corrupt)?;
+            build_hash(pairs.into_iter(), o)?
+        }
+        rtype::LIST_ZIPLIST => {
+            let blob = src.string()?;
+            let mut l = List::new(o.list_fill);
+            push_all(&mut l, &ziplist::entries(&blob).or_else(corrupt)?);
+            Value::List(l)
+        }
+        rtype::SET_INTSET => {
+            let blob = src.string()?;
+            let mut s = Set::new();
+            for v in intset::decode(&blob).or_else(corrupt)? {
+                s.insert_member(Member::Int(v), o.set_max_intset_entries);
+            }
+            Value::Set(s)
+        }
+        rtype::ZSET_ZIPLIST | rtype::ZSET_LISTPACK => {
+            let blob = src.string()?;
+            let items = if ty == rtype::ZSET_ZIPLIST {
+                ziplist::entries(&blob)
+            } else {
+                listpack::entries(&blob)
+            }
+            .or_else(corrupt)?;
+            if items.len() % 2 != 0 {
+                return corrupt("sorted set blob has an odd number of entries");
+            }
+            let mut entries = Vec::with_capacity(items.len() / 2);
+            for pair in items.chunks_exact(2) {
+                let score = match pair[1] {
+                    Packed::Int(v) => v as f64,
+                    Packed::Str(s) => match parse_f64(s) {
+                        Some(f) => f,
+                        None => return corrupt("invalid sorted set score"),
+                    },
+                };
+                entries.push((pair[0].to_vec(), score));
+            }
+            build_zset(entries, o)?
+        }
+        rtype::HASH_ZIPLIST | rtype::HASH_LISTPACK => {
+            let blob = src.string()?;
+            let items = if ty == rtype::HASH_ZIPLIST {
+                ziplist::entries(&blob)
+            } else {
+                listpack::entries(&blob)
+            }
+            .or_else(corrupt)?;
+            if items.len() % 2 != 0 {
+                return corrupt("hash blob has an odd number of entries");
+            }
+            let pairs: Vec<(Vec<u8>, Vec<u8>)> = items
+                .chunks_exact(2)
+                .map(|p| (p[0].to_vec(), p[1].to_vec()))
+                .collect();
+            build_hash(pairs.iter().map(|(f, v)| (&f[..], &v[..])), o)?
+        }
+        rtype::LIST_QUICKLIST | rtype::LIST_QUICKLIST_2 => {
+            let nodes = src.count()?;
+            let mut l = List::new(o.list_fill);
+            for _ in 0..nodes {
+                let container = if ty == rtype::LIST_QUICKLIST_2 {
+                    src.len()?
+                } else {
+                    2
+                };
+                let blob = src.string()?;
+                match container {
+                    1 => l.push(End::Right, &blob),
+                    2 if ty == rtype::LIST_QUICKLIST => {
+                        push_all(&mut l, &ziplist::entries(&blob).or_else(corrupt)?)
+                    }
+                    2 => push_all(&mut l, &listpack::entries(&blob).or_else(corrupt)?),
+                    c => return corrupt(format!("unknown quicklist node container {c}")),
+                }
+            }
+            Value::List(l)
+        }
+        rtype::STREAM_LISTPACKS | rtype::STREAM_LISTPACKS_2 => {
+            return Err(ErrorKind::Unsupported(format!(
+                "stream keys are not supported yet (RDB type {ty})"
+            )))
+        }
+        rtype::MODULE | rtype::MODULE_2 => {
+            return Err(ErrorKind::Unsupported(format!(
+                "module keys are not supported (RDB type {ty})"
+            )))
+        }
+        _ => return corrupt(format!("unknown RDB type {ty}")),
+    };
+    let empty = match &v {
+        Value::Str(_) => false,
+        Value::List(l) => l.is_empty(),
+        Value::Hash(h) => h.is_empty(),
+        Value::Set(s) => s.is_empty(),
+        Value::ZSet(z) => z.is_empty(),
+    };
+    Ok((!empty).then_some(v))
+}
+
+/// Appends packed entries to a list.
+fn push_all(l: &mut List, items: &[Packed<'_>]) {
+    for it in items {
+        match it {
+            Packed::Str(s) => l.push(End::Right, s),
+            Packed::Int(v) => l.push(End::Right, itoa::Buffer::new().format(*v).as_bytes()),
+        }
+    }
+}
+
+/// Builds a hash from pairs, refusing duplicate fields.
+fn build_hash<'a>(
+    pairs: impl Iterator<Item = (&'a [u8], &'a [u8])>,
+    o: &LoadOptions,
+) -> Res<Value> {
+    let mut h = Hash::new();
+    for (f, v) in pairs {
+        if !h.set(f, v, o.hash) {
+            return corrupt("duplicate hash fields detected");
+        }
+    }
+    Ok(Value::Hash(h))
+}
+
+/// Builds a sorted set from (member, score) pairs, refusing NaN scores and
+/// duplicate members, in the encoding the thresholds give its size.
+fn build_zset(entries: Vec<(Vec<u8>, f64)>, o: &LoadOptions) -> Res<Value> {
+    if entries.iter().any(|(_, s)| s.is_nan()) {
+        return corrupt("sorted set with a NaN score");
+    }
+    let mut names: Vec<&[u8]> = entries.iter().map(|(m, _)| &m[..]).collect();
+    names.sort_unstable();
+    if names.windows(2).any(|w| w[0] == w[1]) {
+        return corrupt("duplicate sorted set members detected");
+    }
+    Ok(Value::ZSet(ZSet::from_entries(entries, o.zset)))
+}
