@@ -205,7 +205,10 @@ fn wait_rewrite_done(con: &mut redis::Connection, rewrites: u64) {
 #[test]
 fn every_type_survives_a_restart_through_the_aof() {
     let dir = temp_dir("types");
-    let srv = start_aof(&dir, &["--appendfsync", "always"]);
+    let srv = start_aof(
+        &dir,
+        &["--appendfsync", "always", "--aof-use-rdb-preamble", "no"],
+    );
     let mut con = srv.conn();
     write_dataset(&mut con);
     let before = dump_all(&mut con);
@@ -217,19 +220,35 @@ fn every_type_survives_a_restart_through_the_aof() {
         manifest,
         "file appendonly.aof.1.base.aof seq 1 type b\nfile appendonly.aof.1.incr.aof seq 1 type i\n"
     );
-    let srv = start_aof(&dir, &[]);
+    let mut srv = start_aof(&dir, &["--aof-use-rdb-preamble", "no"]);
     let mut con = srv.conn();
     assert_eq!(dump_all(&mut con), before);
-    // A second restart after a rewrite: the same data from the new base.
-    assert_eq!(
-        q(&mut con, &["BGREWRITEAOF"]).unwrap(),
-        Value::SimpleString("Background append only file rewriting started".into())
-    );
-    wait_rewrite_done(&mut con, 1);
+    // Rewrites, to a base of commands and to an RDB base: the same data
+    // after each restart.
+    for (preamble, base) in [("no", "2.base.aof"), ("yes", "3.base.rdb")] {
+        q(
+            &mut con,
+            &["CONFIG", "SET", "aof-use-rdb-preamble", preamble],
+        )
+        .unwrap();
+        assert_eq!(
+            q(&mut con, &["BGREWRITEAOF"]).unwrap(),
+            Value::SimpleString("Background append only file rewriting started".into())
+        );
+        wait_rewrite_done(&mut con, 1);
+        shutdown(srv);
+        let manifest =
+            std::fs::read_to_string(dir.join("appendonlydir/appendonly.aof.manifest")).unwrap();
+        assert!(
+            manifest.starts_with(&format!("file appendonly.aof.{base}")),
+            "{manifest}"
+        );
+        srv = start_aof(&dir, &[]);
+        con = srv.conn();
+        assert_eq!(dump_all(&mut con), before);
+    }
+    drop(con);
     shutdown(srv);
-    let srv = start_aof(&dir, &[]);
-    let mut con = srv.conn();
-    assert_eq!(dump_all(&mut con), before);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -502,7 +521,7 @@ fn bgrewriteaof_under_concurrent_writes_then_restart_gives_the_same_data() {
         std::fs::read_to_string(dir.join("appendonlydir/appendonly.aof.manifest")).unwrap();
     assert_eq!(
         manifest,
-        "file appendonly.aof.3.base.aof seq 3 type b\nfile appendonly.aof.3.incr.aof seq 3 type i\n"
+        "file appendonly.aof.3.base.rdb seq 3 type b\nfile appendonly.aof.3.incr.aof seq 3 type i\n"
     );
     let names: Vec<String> = std::fs::read_dir(dir.join("appendonlydir"))
         .unwrap()

@@ -5,8 +5,10 @@
 //! terminal, or at once with `--yes` or when stdin is not a terminal).
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
+use std::io::{BufRead, BufReader, IsTerminal, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+
+use vireo_store::rdb;
 
 use super::manifest::Manifest;
 use super::reader::{CommandReader, ReadError};
@@ -21,26 +23,23 @@ pub struct FileReport {
     pub ok_up_to: u64,
     /// What is wrong at `ok_up_to`, if anything.
     pub error: Option<String>,
-    /// The file starts with an RDB preamble (not checked by this build).
+    /// The file starts with an RDB preamble (checked, then the commands
+    /// after it).
     pub rdb: bool,
 }
 
-/// Checks one AOF file's command stream.
+/// Checks one AOF file: its RDB preamble if it has one (an error there is
+/// returned as Err), then its command stream.
 pub fn check_file(path: &Path) -> std::io::Result<FileReport> {
     let mut f = File::open(path)?;
     let size = f.metadata()?.len();
     let mut sig = [0u8; 5];
     let rdb = size >= 5 && f.read_exact(&mut sig).is_ok() && &sig == b"REDIS";
-    if rdb {
-        return Ok(FileReport {
-            size,
-            ok_up_to: size,
-            error: None,
-            rdb,
-        });
-    }
-    let mut reader = CommandReader::new(BufReader::new(File::open(path)?), 0);
-    let mut ok_up_to = 0;
+    let start = if rdb { rdb_end(path)? } else { 0 };
+    let mut f = File::open(path)?;
+    f.seek(SeekFrom::Start(start))?;
+    let mut reader = CommandReader::new(BufReader::new(f), start);
+    let mut ok_up_to = start;
     let mut in_multi = false;
     let error = loop {
         match reader.next_command() {
@@ -76,6 +75,20 @@ pub fn check_file(path: &Path) -> std::io::Result<FileReport> {
         error,
         rdb,
     })
+}
+
+/// Reads the RDB image at the start of `path` through to its checksum;
+/// the offset after it.
+fn rdb_end(path: &Path) -> std::io::Result<u64> {
+    let opts = rdb::LoadOptions {
+        databases: usize::MAX,
+        ..rdb::LoadOptions::default()
+    };
+    let bad = |e: rdb::RdbError| std::io::Error::other(format!("RDB preamble: {e}"));
+    let mut loader =
+        rdb::Loader::with_options(BufReader::new(File::open(path)?), opts).map_err(bad)?;
+    while loader.next().map_err(bad)?.is_some() {}
+    Ok(loader.offset())
 }
 
 /// Line number (1-based) of byte `pos` in the file.

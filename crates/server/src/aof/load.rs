@@ -7,11 +7,12 @@
 //! unknown command stops start-up with Redis's messages, plus the offset.
 
 use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 use std::sync::Arc;
 
 use vireo_resp::{OwnedArgs, Protocol, ReplyBuf};
+use vireo_store::rdb;
 
 use super::manifest::Manifest;
 use super::reader::{CommandReader, ReadError};
@@ -100,6 +101,25 @@ fn fake_session() -> Session {
     Session::new(shared, true)
 }
 
+/// Loads the RDB image at the start of `path` into the keyspace; returns
+/// the offset just after it.
+pub fn load_rdb(server: &Server, path: &Path) -> Result<u64, String> {
+    let file = File::open(path).map_err(|e| e.to_string())?;
+    let opts = rdb::LoadOptions {
+        databases: server.keyspace.databases(),
+        ..rdb::LoadOptions::default()
+    };
+    let mut loader =
+        rdb::Loader::with_options(BufReader::new(file), opts).map_err(|e| e.to_string())?;
+    while let Some(item) = loader.next().map_err(|e| e.to_string())? {
+        if let rdb::Item::Entry { db, key, entry } = item {
+            let mut keys = server.keyspace.lock_keys([&key[..]]);
+            keys.set_entry(db, &key, entry);
+        }
+    }
+    Ok(loader.offset())
+}
+
 /// Replays one file.
 fn load_file(
     server: &Server,
@@ -118,15 +138,23 @@ fn load_file(
     }
     let mut sig = [0u8; 5];
     let n = file.read(&mut sig).unwrap_or(0);
-    if n == 5 && &sig == b"REDIS" {
-        return Err(fatal(format!(
-            "Error reading the RDB base file {name}, AOF loading aborted: \
-             RDB-format AOF base files are not supported by this build"
-        )));
-    }
     drop(file);
-    let file = File::open(path).map_err(|e| fatal(format!("{name}: {e}")))?;
-    let mut reader = CommandReader::new(BufReader::with_capacity(64 * 1024, file), 0);
+    // An RDB base (or an old-style RDB preamble): its image, then any
+    // commands after it.
+    let start = if n == 5 && &sig == b"REDIS" {
+        tracing::info!("Reading RDB base file on AOF loading...");
+        load_rdb(server, path).map_err(|e| {
+            fatal(format!(
+                "Error reading the RDB base file {name}, AOF loading aborted: {e}"
+            ))
+        })?
+    } else {
+        0
+    };
+    let mut file = File::open(path).map_err(|e| fatal(format!("{name}: {e}")))?;
+    file.seek(SeekFrom::Start(start))
+        .map_err(|e| fatal(format!("{name}: {e}")))?;
+    let mut reader = CommandReader::new(BufReader::with_capacity(64 * 1024, file), start);
     let mut out = ReplyBuf::new(Protocol::Resp2);
     let mut before_multi = 0;
     session.db = 0;

@@ -390,11 +390,10 @@ pub fn open_at_start(server: &Server, loaded: Option<Manifest>) -> Result<(), St
     let mut m = loaded.unwrap_or_default();
     let prefix = server.config.appendfilename();
     if m.base.is_none() && m.incr.is_empty() {
-        let name = m.new_base(&prefix, false);
-        let mut keys = server.keyspace.lock_all();
-        rewrite::write_base_file(&mut keys, &dir.join(&name))
+        let format = rewrite::base_format(server);
+        let name = m.new_base(&prefix, format == rewrite::BaseFormat::Rdb);
+        rewrite::write_base(server, &dir.join(&name), format, || {})
             .map_err(|e| format!("Can't create the AOF base file {name}: {e}"))?;
-        drop(keys);
         tracing::info!("Creating AOF base file {name} on server start");
     }
     let (name, created) = match m.incr.last() {

@@ -19,9 +19,9 @@ use std::sync::Arc;
 
 use vireo_resp::number::format_double;
 use vireo_store::keyspace::{Entry, Shard};
+use vireo_store::rdb;
 use vireo_store::snapshot::ShardVisitor;
 use vireo_store::value::Value;
-use vireo_store::Keys;
 
 use super::manifest::Manifest;
 use super::reader::encode;
@@ -85,45 +85,6 @@ fn batched(out: &mut Vec<u8>, cmd: &[u8], key: &[u8], items: impl Iterator<Item 
     }
 }
 
-/// Writes every live key of the view (which must hold every shard) as
-/// commands to a new file at `path`, synced before returning (the base
-/// made at start-up, before any client is served).
-pub fn write_base_file(keys: &mut Keys<'_>, path: &Path) -> std::io::Result<u64> {
-    let mut w = BufWriter::with_capacity(1 << 20, File::create(path)?);
-    let mut buf = Vec::with_capacity(64 * 1024);
-    let mut err = None;
-    let mut size = 0u64;
-    for db in 0..keys.keyspace().databases() {
-        let mut selected = false;
-        keys.for_each_key(db, |k, e| {
-            if err.is_some() {
-                return;
-            }
-            if !selected {
-                encode(
-                    &mut buf,
-                    &[b"SELECT", itoa::Buffer::new().format(db).as_bytes()],
-                );
-                selected = true;
-            }
-            write_entry(&mut buf, k, e);
-            if buf.len() >= 32 * 1024 {
-                size += buf.len() as u64;
-                err = w.write_all(&buf).err();
-                buf.clear();
-            }
-        });
-        if let Some(e) = err {
-            return Err(e);
-        }
-    }
-    size += buf.len() as u64;
-    w.write_all(&buf)?;
-    let f = w.into_inner().map_err(|e| e.into_error())?;
-    f.sync_all()?;
-    Ok(size)
-}
-
 /// Runs one rewrite (called on the AOF background thread), recording the
 /// outcome for INFO.
 pub fn run(server: &Server) {
@@ -159,17 +120,28 @@ pub fn run(server: &Server) {
     aof.rewrite_in_progress.store(false, Ordering::SeqCst);
 }
 
-/// The rewrite's snapshot visitor: serializes each shard, as it was at the
-/// cut, into commands and hands the buffer to the rewrite thread. Keys
-/// already expired at the cut are left out, as Redis's rewrite does.
-struct ToCommands {
-    tx: crossbeam_channel::Sender<Vec<u8>>,
-    now_ms: u64,
+/// The base file's format.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum BaseFormat {
+    /// Commands (`.base.aof`, `aof-use-rdb-preamble no`).
+    Commands,
+    /// An RDB image (`.base.rdb`), Redis 7.0's default.
+    Rdb,
 }
 
-impl ShardVisitor for ToCommands {
+/// The snapshot visitor of a base file: serializes each shard, as it was
+/// at the cut, and hands the buffer to the thread writing the file. Keys
+/// already expired at the cut are left out, as Redis's rewrite does.
+struct BaseChunks {
+    tx: crossbeam_channel::Sender<Vec<u8>>,
+    now_ms: u64,
+    format: BaseFormat,
+}
+
+impl ShardVisitor for BaseChunks {
     fn visit(&self, _index: usize, shard: &Shard) {
         let mut buf = Vec::new();
+        let opts = rdb::EncodeOptions::default();
         for db in 0..shard.databases() {
             let mut selected = false;
             for (key, entry) in shard.entries(db) {
@@ -177,17 +149,99 @@ impl ShardVisitor for ToCommands {
                     continue;
                 }
                 if !selected {
-                    encode(
-                        &mut buf,
-                        &[b"SELECT", itoa::Buffer::new().format(db).as_bytes()],
-                    );
+                    match self.format {
+                        BaseFormat::Commands => encode(
+                            &mut buf,
+                            &[b"SELECT", itoa::Buffer::new().format(db).as_bytes()],
+                        ),
+                        BaseFormat::Rdb => rdb::write_select_db(&mut buf, db),
+                    }
                     selected = true;
                 }
-                write_entry(&mut buf, key, entry);
+                match self.format {
+                    BaseFormat::Commands => write_entry(&mut buf, key, entry),
+                    BaseFormat::Rdb => rdb::write_entry(&mut buf, key, entry, self.now_ms, &opts),
+                }
             }
         }
         // The receiver outlives every visit (it waits for all shards).
         let _ = self.tx.send(buf);
+    }
+}
+
+/// Writes a base file of the data at a point-in-time cut to `path`
+/// (synced), running `at_cut` at the cut with every shard locked. Commands
+/// keep running meanwhile; shards are serialized by whoever touches them
+/// first, the rest by this thread. Returns the file's size.
+pub fn write_base(
+    server: &Server,
+    path: &Path,
+    format: BaseFormat,
+    at_cut: impl FnOnce(),
+) -> std::io::Result<u64> {
+    let ks = &server.keyspace;
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let now_ms = vireo_store::clock::now_ms();
+    let visitor = Arc::new(BaseChunks { tx, now_ms, format });
+    if ks.begin_snapshot(visitor, at_cut).is_err() {
+        return Err(std::io::Error::other(
+            "another snapshot is in progress; the rewrite is scheduled",
+        ));
+    }
+    std::thread::scope(|s| {
+        let writer = s.spawn(|| -> std::io::Result<u64> {
+            let mut w = BufWriter::with_capacity(1 << 20, File::create(path)?);
+            let mut size = 0;
+            let mut crc = 0;
+            let mut put = |w: &mut BufWriter<File>, bytes: &[u8]| -> std::io::Result<()> {
+                if format == BaseFormat::Rdb {
+                    crc = rdb::crc64(crc, bytes);
+                }
+                size += bytes.len() as u64;
+                w.write_all(bytes)
+            };
+            if format == BaseFormat::Rdb {
+                let mut head = Vec::new();
+                rdb::write_header(&mut head);
+                let ctime = (now_ms / 1000).to_string();
+                for (k, v) in [
+                    (&b"redis-ver"[..], crate::server::REDIS_VERSION.as_bytes()),
+                    (b"redis-bits", b"64"),
+                    (b"ctime", ctime.as_bytes()),
+                    (b"aof-base", b"1"),
+                ] {
+                    rdb::write_aux(&mut head, k, v);
+                }
+                put(&mut w, &head)?;
+            }
+            for buf in rx.iter().take(ks.shard_count()) {
+                put(&mut w, &buf)?;
+            }
+            if format == BaseFormat::Rdb {
+                let mut tail = Vec::new();
+                rdb::write_eof(&mut tail);
+                put(&mut w, &tail)?;
+                let sum = crc.to_le_bytes();
+                size += 8;
+                w.write_all(&sum)?;
+            }
+            let f = w.into_inner().map_err(|e| e.into_error())?;
+            f.sync_all()?;
+            Ok(size)
+        });
+        ks.drive_snapshot();
+        writer
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("base writer panicked")))
+    })
+}
+
+/// The base format `aof-use-rdb-preamble` asks for.
+pub fn base_format(server: &Server) -> BaseFormat {
+    if server.config.aof_use_rdb_preamble() {
+        BaseFormat::Rdb
+    } else {
+        BaseFormat::Commands
     }
 }
 
@@ -226,41 +280,14 @@ fn rewrite(server: &Server, aof: &Aof) -> std::io::Result<()> {
     let prefix = server.config.appendfilename();
     let tmp = dir.join(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
     let mut m = aof.manifest.lock().clone().unwrap_or_default();
-    let ks = &server.keyspace;
-    let (tx, rx) = crossbeam_channel::unbounded();
-    let visitor = Arc::new(ToCommands {
-        tx,
-        now_ms: vireo_store::clock::now_ms(),
-    });
+    let format = base_format(server);
     let mut cut = None;
-    let started = ks.begin_snapshot(visitor, || cut = Some(at_cut(server, &mut m, &prefix)));
-    if started.is_err() {
-        return Err(std::io::Error::other(
-            "another snapshot is in progress; the rewrite is scheduled",
-        ));
-    }
-    // Shards come from whoever touches them first; this thread drives the
-    // rest while a helper writes what arrives.
-    let written = std::thread::scope(|s| {
-        let writer = s.spawn(|| -> std::io::Result<u64> {
-            let mut w = BufWriter::with_capacity(1 << 20, File::create(&tmp)?);
-            let mut size = 0;
-            for buf in rx.iter().take(ks.shard_count()) {
-                size += buf.len() as u64;
-                w.write_all(&buf)?;
-            }
-            let f = w.into_inner().map_err(|e| e.into_error())?;
-            f.sync_all()?;
-            Ok(size)
-        });
-        ks.drive_snapshot();
-        writer
-            .join()
-            .unwrap_or_else(|_| Err(std::io::Error::other("rewrite writer panicked")))
+    let written = write_base(server, &tmp, format, || {
+        cut = Some(at_cut(server, &mut m, &prefix))
     });
     let logging = cut.unwrap_or(Ok(false))?;
     let base_len = written?;
-    let base = m.new_base(&prefix, false);
+    let base = m.new_base(&prefix, format == BaseFormat::Rdb);
     m.retire_incr(logging);
     std::fs::rename(&tmp, dir.join(&base))?;
     persist_manifest(server, &m)?;
