@@ -408,6 +408,29 @@ fn a_torn_tail_is_truncated_or_refused_per_aof_load_truncated() {
 }
 
 #[test]
+fn an_unfinished_transaction_at_the_tail_is_reverted() {
+    let dir = temp_dir("multi-tail");
+    let srv = start_aof(&dir, &["--appendfsync", "always"]);
+    let mut con = srv.conn();
+    q(&mut con, &["SET", "k", "v"]).unwrap();
+    drop(con);
+    drop(srv);
+    let incr = last_incr(&dir);
+    let good_len = std::fs::metadata(&incr).unwrap().len();
+    let mut data = std::fs::read(&incr).unwrap();
+    // Complete commands, but no EXEC: the transaction never happened.
+    data.extend_from_slice(b"*1\r\n$5\r\nMULTI\r\n*3\r\n$3\r\nSET\r\n$1\r\nq\r\n$1\r\n1\r\n");
+    std::fs::write(&incr, &data).unwrap();
+    let (ok, log) = run_to_exit(&dir, &["--aof-load-truncated", "no"]);
+    assert!(!ok, "{log}");
+    let srv = start_aof(&dir, &[]);
+    let mut con = srv.conn();
+    assert_eq!(q(&mut con, &["EXISTS", "k", "q"]).unwrap(), Value::Int(1));
+    assert_eq!(std::fs::metadata(&incr).unwrap().len(), good_len);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn check_aof_reports_and_fixes_a_torn_tail() {
     let dir = temp_dir("check");
     let f = dir.join("plain.aof");
