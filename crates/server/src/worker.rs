@@ -412,6 +412,15 @@ impl Worker {
         let idxs: Vec<usize> = self.conns.iter().map(|(i, _)| i).collect();
         for idx in idxs {
             if let Some(conn) = self.conns.get_mut(idx) {
+                // Replies acknowledging writes not yet durable (`appendfsync
+                // always`) wait for the writer, or are not sent at all.
+                while conn.session.aof_wait > self.server.aof.synced() && Instant::now() < deadline
+                {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                if conn.session.aof_wait > self.server.aof.synced() {
+                    conn.out.clear();
+                }
                 while !conn.out.is_empty() && Instant::now() < deadline {
                     if conn.flush(&stats).is_err() {
                         break;
