@@ -12,6 +12,7 @@ pub mod command;
 pub mod config;
 pub mod connection;
 pub mod docs;
+pub mod dump;
 pub mod expire;
 pub mod function;
 pub mod hash;
@@ -262,6 +263,7 @@ impl Table {
             command::COMMANDS,
             config::COMMANDS,
             connection::COMMANDS,
+            dump::COMMANDS,
             expire::COMMANDS,
             function::COMMANDS,
             hash::COMMANDS,

@@ -95,7 +95,7 @@ fn samples() -> Vec<(&'static str, Value, &'static str)> {
             "quicklist",
         ),
         ("hash-small", hash(10, 5), "listpack"),
-        ("hash-big", hash(300, 5), "hashtable"),
+        ("hash-big", hash(600, 5), "hashtable"),
         ("hash-long", hash(3, 100), "hashtable"),
         ("set-ints", set(nums(50)), "intset"),
         (
