@@ -4,6 +4,7 @@
 
 pub mod alloc;
 pub mod blocking;
+pub mod check_rdb;
 pub mod client;
 pub mod cmd;
 pub mod config;

@@ -274,6 +274,8 @@ pub struct Loader<R> {
     done: bool,
     /// Keys skipped because their value was empty (Redis skips them too).
     empty_keys: u64,
+    /// The checksum stored after the EOF opcode, once read.
+    stored_checksum: Option<u64>,
 }
 
 impl<R: Read> Loader<R> {
@@ -315,6 +317,7 @@ impl<R: Read> Loader<R> {
             db: 0,
             done: false,
             empty_keys: 0,
+            stored_checksum: None,
         })
     }
 
@@ -326,6 +329,13 @@ impl<R: Read> Loader<R> {
     /// Bytes read so far.
     pub fn offset(&self) -> u64 {
         self.src.offset()
+    }
+
+    /// The checksum stored at the end of the file, once the end was read
+    /// (None before that, and for versions before 5, which have none; 0
+    /// means the writer had checksums off and nothing was verified).
+    pub fn stored_checksum(&self) -> Option<u64> {
+        self.stored_checksum
     }
 
     /// Keys skipped so far because their value was empty.
@@ -367,6 +377,7 @@ impl<R: Read> Loader<R> {
                     if self.version >= 5 {
                         let computed = self.src.crc();
                         let stored = u64::from_le_bytes(self.src.exact()?);
+                        self.stored_checksum = Some(stored);
                         if self.opts.verify_checksum && stored != 0 && stored != computed {
                             return Err(ErrorKind::ChecksumMismatch { stored, computed });
                         }
