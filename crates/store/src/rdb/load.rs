@@ -120,10 +120,11 @@ fn corrupt<T>(msg: impl Into<String>) -> Res<T> {
 }
 
 impl<R: Read> Src<R> {
-    fn new(r: R) -> Self {
+    /// A reader with a window of `window` bytes (at least 1).
+    fn new(r: R, window: usize) -> Self {
         Src {
             r,
-            buf: vec![0; PREALLOC_MAX].into_boxed_slice(),
+            buf: vec![0; window.max(1)].into_boxed_slice(),
             pos: 0,
             end: 0,
             base: 0,
@@ -287,7 +288,7 @@ impl<R: Read> Loader<R> {
 
     /// Like [`Loader::new`] with the server's thresholds and limits.
     pub fn with_options(r: R, opts: LoadOptions) -> Result<Self, RdbError> {
-        let mut src = Src::new(r);
+        let mut src = Src::new(r, PREALLOC_MAX);
         let header = src.exact::<9>().map_err(|kind| RdbError {
             kind: match kind {
                 ErrorKind::UnexpectedEof => ErrorKind::BadMagic,
@@ -521,7 +522,8 @@ pub fn restore_payload(payload: &[u8], opts: &LoadOptions) -> Result<Value, Payl
     if crc64(0, &payload[..payload.len() - 8]) != stored {
         return Err(PayloadError::VersionOrChecksum);
     }
-    let mut src = Src::new(body);
+    // A payload is already in memory: a window bigger than it is waste.
+    let mut src = Src::new(body, body.len().min(PREALLOC_MAX));
     let r = src
         .u8()
         .and_then(|ty| read_value(&mut src, ty, opts))
@@ -560,7 +562,8 @@ fn read_value<R: Read>(src: &mut Src<R>, ty: u8, o: &LoadOptions) -> Res<Option<
         }
         rtype::ZSET | rtype::ZSET_2 => {
             let n = src.count()?;
-            let mut entries = Vec::with_capacity(n.min(PREALLOC_MAX));
+            let cap = PREALLOC_MAX / std::mem::size_of::<(Vec<u8>, f64)>();
+            let mut entries = Vec::with_capacity(n.min(cap));
             for _ in 0..n {
                 let m = src.string()?;
                 let score = if ty == rtype::ZSET {
