@@ -436,7 +436,11 @@ impl<R: Read> Loader<R> {
                         freq = None;
                         continue;
                     };
-                    let now = clock::now_ms();
+                    let now = if idle.is_some() || freq.is_some() {
+                        clock::now_ms()
+                    } else {
+                        0
+                    };
                     let mut entry = Entry::new(value)
                         .with_expire(expire.map(|t| u64::try_from(t).unwrap_or(0)));
                     if let Some(s) = idle {
