@@ -326,7 +326,7 @@ static PARAMS: &[Param] = &[
         "hash-max-listpack-entries",
         &["hash-max-ziplist-entries"],
         mem(0),
-        "128",
+        "512",
     ),
     alias(
         "hash-max-listpack-value",
@@ -997,6 +997,37 @@ impl Config {
             .map(|c| (c[0], c[1]))
             .collect()
     }
+    /// How RDB files and RESTORE payloads are turned into values: the
+    /// encoding thresholds (`*-max-listpack-*`, `set-max-intset-entries`),
+    /// `databases` and `rdbchecksum`.
+    pub fn rdb_load_options(&self) -> vireo_store::rdb::LoadOptions {
+        let h = &self.hot;
+        let size = |a: &AtomicU64| usize::try_from(a.load(Ordering::Relaxed)).unwrap_or(usize::MAX);
+        vireo_store::rdb::LoadOptions {
+            hash: vireo_store::hash::HashLimits {
+                max_entries: size(&h.hash_max_listpack_entries),
+                max_value: size(&h.hash_max_listpack_value),
+            },
+            zset: vireo_store::zset::Limits {
+                max_entries: size(&h.zset_max_listpack_entries),
+                max_value: size(&h.zset_max_listpack_value),
+            },
+            set_max_intset_entries: size(&h.set_max_intset_entries),
+            list_fill: h.list_max_listpack_size.load(Ordering::Relaxed),
+            databases: self.databases(),
+            verify_checksum: self.flag("rdbchecksum"),
+        }
+    }
+    /// How values are written to RDB files: `rdbcompression`, and idle
+    /// times or access counters when `maxmemory-policy` is an LRU or LFU one.
+    pub fn rdb_encode_options(&self) -> vireo_store::rdb::EncodeOptions {
+        let policy = self.maxmemory_policy();
+        vireo_store::rdb::EncodeOptions {
+            compress: self.flag("rdbcompression"),
+            lru_idle: policy.ends_with("-lru"),
+            lfu_freq: policy.ends_with("-lfu"),
+        }
+    }
     /// `daemonize`.
     pub fn daemonize(&self) -> bool {
         self.flag("daemonize")
@@ -1404,7 +1435,7 @@ mod tests {
         let r = c.get(&[b"hash-max-ziplist-entries"]);
         assert_eq!(
             r,
-            vec![("hash-max-ziplist-entries".to_string(), "128".to_string())]
+            vec![("hash-max-ziplist-entries".to_string(), "512".to_string())]
         );
         assert!(c.get(&[b"nosuch"]).is_empty());
         let r = c.get(&[b"PORT", b"port"]);

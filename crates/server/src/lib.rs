@@ -5,6 +5,7 @@
 pub mod alloc;
 pub mod aof;
 pub mod blocking;
+pub mod check_rdb;
 pub mod client;
 pub mod cmd;
 pub mod config;

@@ -1,6 +1,7 @@
 //! The `vireo` binary: `vireo [config] [--opt val …]` or `vireo server …`
 //! runs the server; `vireo bench …` runs the load generator; `vireo
-//! check-aof [--fix] <file>` checks an append-only file.
+//! check-aof [--fix] <file>` checks an append-only file; `vireo check-rdb
+//! FILE` checks an RDB file.
 
 #[global_allocator]
 static GLOBAL: vireo_server::alloc::Counting = vireo_server::alloc::Counting;
@@ -10,6 +11,7 @@ fn main() {
     let code = match args.first().map(String::as_str) {
         Some("bench") => vireo_bench::main_from_args(std::env::args_os().skip(1)),
         Some("check-aof") => vireo_server::aof::check::main(&args[1..]),
+        Some("check-rdb") => vireo_server::check_rdb::main(&args[1..]),
         Some("server") => vireo_server::run(&args[1..]),
         _ => vireo_server::run(&args),
     };

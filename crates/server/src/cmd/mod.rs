@@ -13,6 +13,7 @@ pub mod command;
 pub mod config;
 pub mod connection;
 pub mod docs;
+pub mod dump;
 pub mod expire;
 pub mod function;
 pub mod hash;
@@ -264,6 +265,7 @@ impl Table {
             command::COMMANDS,
             config::COMMANDS,
             connection::COMMANDS,
+            dump::COMMANDS,
             expire::COMMANDS,
             function::COMMANDS,
             hash::COMMANDS,
