@@ -743,3 +743,67 @@ fn appendfsync_everysec_loses_at_most_about_two_seconds() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_aof_rewrites_itself_when_it_grows_past_the_configured_size() {
+    let dir = temp_dir("auto");
+    let srv = start_aof(
+        &dir,
+        &[
+            "--auto-aof-rewrite-min-size",
+            "64kb",
+            "--auto-aof-rewrite-percentage",
+            "100",
+        ],
+    );
+    let mut con = srv.conn();
+    // The same key overwritten: the log grows, the data does not.
+    let value = "x".repeat(1000);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while info_field(&mut con, "aof_rewrites") == "0"
+        && info_field(&mut con, "aof_rewrite_in_progress") == "0"
+    {
+        assert!(Instant::now() < deadline, "no automatic rewrite");
+        for _ in 0..10 {
+            q(&mut con, &["SET", "k", &value]).unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    wait_rewrite_done(&mut con, 1);
+    let size: u64 = info_field(&mut con, "aof_current_size").parse().unwrap();
+    assert!(size < 64 * 1024, "compacted, now {size} bytes");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Field names of INFO persistence, in order.
+fn persistence_fields(con: &mut redis::Connection) -> Vec<String> {
+    let info: String = redis::cmd("INFO").arg("persistence").query(con).unwrap();
+    info.lines()
+        .filter_map(|l| l.split_once(':').map(|(k, _)| k.to_string()))
+        .collect()
+}
+
+#[test]
+fn info_persistence_shows_redis_aof_fields_with_the_aof_on() {
+    let dir = temp_dir("info-vireo");
+    let srv = start_aof(&dir, &[]);
+    let mut con = srv.conn();
+    let ours = persistence_fields(&mut con);
+    let rdir = temp_dir("info-redis");
+    let (mut child, port) = start_redis_aof(&rdir);
+    let mut rcon = redis_conn(port);
+    let theirs = persistence_fields(&mut rcon);
+    let _ = q(&mut rcon, &["SHUTDOWN", "NOSAVE"]);
+    let _ = child.wait();
+    let aof = |v: &[String]| -> Vec<String> {
+        v.iter()
+            .filter(|f| f.starts_with("aof_") || f.starts_with("module_fork"))
+            .cloned()
+            .collect()
+    };
+    assert_eq!(aof(&ours), aof(&theirs));
+    assert_eq!(info_field(&mut con, "aof_enabled"), "1");
+    assert_eq!(info_field(&mut con, "aof_last_write_status"), "ok");
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&rdir);
+}

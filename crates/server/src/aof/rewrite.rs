@@ -296,14 +296,16 @@ fn rewrite(server: &Server, aof: &Aof) -> std::io::Result<()> {
         let _ = std::fs::remove_file(dir.join(&old.name));
     }
     persist_manifest(server, &m)?;
-    aof.base_size.store(base_len, Ordering::Relaxed);
     let incr_len = m
         .incr
         .last()
         .and_then(|f| std::fs::metadata(dir.join(&f.name)).ok())
         .map_or(0, |md| md.len());
+    // Growth for the next automatic rewrite counts from here, the commands
+    // logged during this one included (Redis's `aof_rewrite_base_size`).
     aof.current_size
         .store(base_len + incr_len, Ordering::Relaxed);
+    aof.base_size.store(base_len + incr_len, Ordering::Relaxed);
     *aof.manifest.lock() = Some(m);
     Ok(())
 }
