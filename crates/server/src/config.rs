@@ -326,7 +326,7 @@ static PARAMS: &[Param] = &[
         "hash-max-listpack-entries",
         &["hash-max-ziplist-entries"],
         mem(0),
-        "128",
+        "512",
     ),
     alias(
         "hash-max-listpack-value",
@@ -978,18 +978,36 @@ impl Config {
     pub fn appendonly(&self) -> bool {
         self.flag("appendonly")
     }
-    /// How loaded RDB values (start-up, RESTORE) are encoded and checked:
-    /// the same thresholds as values built by commands.
-    pub fn rdb_load_options(&self) -> vireo_store::rdb::LoadOptions {
-        let h = &self.hot;
-        vireo_store::rdb::LoadOptions {
-            hash: h.hash_limits(),
-            zset: h.zset_limits(),
-            set_max_intset_entries: threshold(&h.set_max_intset_entries),
-            list_fill: h.list_max_listpack_size.load(Ordering::Relaxed),
-            databases: self.databases(),
-            verify_checksum: self.flag("rdbchecksum"),
-        }
+    /// `appendfilename`: the prefix of the AOF files' names.
+    pub fn appendfilename(&self) -> String {
+        self.raw("appendfilename")
+    }
+    /// `appenddirname`: the AOF directory, relative to `dir`.
+    pub fn appenddirname(&self) -> String {
+        self.raw("appenddirname")
+    }
+    /// `appendfsync`: `always`, `everysec` or `no`.
+    pub fn appendfsync(&self) -> String {
+        self.raw("appendfsync")
+    }
+    /// `aof-load-truncated`.
+    pub fn aof_load_truncated(&self) -> bool {
+        self.flag("aof-load-truncated")
+    }
+    /// `aof-use-rdb-preamble`.
+    pub fn aof_use_rdb_preamble(&self) -> bool {
+        self.flag("aof-use-rdb-preamble")
+    }
+    /// `auto-aof-rewrite-percentage` and `auto-aof-rewrite-min-size`.
+    pub fn auto_aof_rewrite(&self) -> (u64, u64) {
+        (
+            self.num("auto-aof-rewrite-percentage").max(0) as u64,
+            self.num("auto-aof-rewrite-min-size").max(0) as u64,
+        )
+    }
+    /// `lazyfree-lazy-expire`: expired keys propagate as UNLINK, not DEL.
+    pub fn lazyfree_lazy_expire(&self) -> bool {
+        self.flag("lazyfree-lazy-expire")
     }
     /// `save` points as (seconds, changes).
     pub fn save_params(&self) -> Vec<(u64, u64)> {
@@ -1002,6 +1020,30 @@ impl Config {
             .filter(|c| c.len() == 2)
             .map(|c| (c[0], c[1]))
             .collect()
+    }
+    /// How RDB files and RESTORE payloads are turned into values: the
+    /// encoding thresholds (`*-max-listpack-*`, `set-max-intset-entries`),
+    /// `databases` and `rdbchecksum`.
+    pub fn rdb_load_options(&self) -> vireo_store::rdb::LoadOptions {
+        let h = &self.hot;
+        vireo_store::rdb::LoadOptions {
+            hash: h.hash_limits(),
+            zset: h.zset_limits(),
+            set_max_intset_entries: threshold(&h.set_max_intset_entries),
+            list_fill: h.list_max_listpack_size.load(Ordering::Relaxed),
+            databases: self.databases(),
+            verify_checksum: self.flag("rdbchecksum"),
+        }
+    }
+    /// How values are written to RDB files: `rdbcompression`, and idle
+    /// times or access counters when `maxmemory-policy` is an LRU or LFU one.
+    pub fn rdb_encode_options(&self) -> vireo_store::rdb::EncodeOptions {
+        let policy = self.maxmemory_policy();
+        vireo_store::rdb::EncodeOptions {
+            compress: self.flag("rdbcompression"),
+            lru_idle: policy.ends_with("-lru"),
+            lfu_freq: policy.ends_with("-lfu"),
+        }
     }
     /// `daemonize`.
     pub fn daemonize(&self) -> bool {
@@ -1410,7 +1452,7 @@ mod tests {
         let r = c.get(&[b"hash-max-ziplist-entries"]);
         assert_eq!(
             r,
-            vec![("hash-max-ziplist-entries".to_string(), "128".to_string())]
+            vec![("hash-max-ziplist-entries".to_string(), "512".to_string())]
         );
         assert!(c.get(&[b"nosuch"]).is_empty());
         let r = c.get(&[b"PORT", b"port"]);

@@ -102,6 +102,8 @@ pub fn run(server: &Server, session: &mut Session, out: &mut ReplyBuf, args: Arg
         dirty: 0,
         ready: Vec::new(),
         deny_blocking: false,
+        effects: None,
+        unit: Vec::new(),
     };
     if ctx.session.reply_mode == ReplyMode::SkipNext {
         ctx.session.reply_mode = ReplyMode::Skipping;
@@ -110,6 +112,12 @@ pub fn run(server: &Server, session: &mut Session, out: &mut ReplyBuf, args: Arg
     // pipelined replies may still be pending when CLIENT REPLY drops this one.
     let mark = ctx.out.mark();
     call(&mut ctx, cmd, args);
+    // The unit's effects reach the AOF while its locks are held, so the
+    // log's order is the order of effects on every key.
+    if !ctx.unit.is_empty() {
+        let wait = server.aof.feed(&ctx.unit);
+        ctx.session.aof_wait = ctx.session.aof_wait.max(wait);
+    }
     // Clients blocked on keys this command filled are served before
     // anything else runs, under the same locks.
     let deferred = if ctx.ready.is_empty() {
@@ -328,8 +336,13 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: CmdRef, args: Args<'_>) {
     let mark = ctx.out.mark();
     let reply_at = ctx.out.len();
     let start = mono_us();
+    let dirty_before = ctx.dirty;
+    ctx.effects = None;
     let result = catch_unwind(AssertUnwindSafe(|| (spec.handler)(ctx, args)));
     let elapsed_us = mono_us().saturating_sub(start);
+    if server.aof.is_logging() {
+        collect_effects(ctx, cmd, args, dirty_before);
+    }
     if result.is_err() {
         tracing::error!(
             command = spec.name,
@@ -388,6 +401,38 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: CmdRef, args: Args<'_>) {
         && !spec.has(flags::ADMIN)
     {
         feed_monitors(server, ctx.session, ctx.db, args);
+    }
+}
+
+/// Adds what the command just run changed to the execution unit's
+/// effects, as Redis's `call()` decides what to propagate: first the
+/// deletions of keys found expired, then the command's own rewritten form,
+/// or the command as executed when it changed the dataset (EXEC's queued
+/// commands are collected one by one, never EXEC itself).
+fn collect_effects(ctx: &mut Ctx<'_>, cmd: CmdRef, args: Args<'_>, dirty_before: u64) {
+    let expired = ctx.keys.take_expired();
+    if !expired.is_empty() {
+        let name: &[u8] = if ctx.server.config.lazyfree_lazy_expire() {
+            b"UNLINK"
+        } else {
+            b"DEL"
+        };
+        for (db, key) in expired {
+            let mut bytes = Vec::new();
+            crate::aof::reader::encode(&mut bytes, &[name, &key]);
+            ctx.unit.push((db, bytes));
+        }
+    }
+    match ctx.effects.take() {
+        Some(ops) => ctx.unit.extend(ops),
+        None if ctx.dirty > dirty_before && cmd.spec.name != "exec" => {
+            let mut bytes = Vec::with_capacity(64);
+            args.write_resp(&mut bytes);
+            // The database the command ran in (SELECT inside MULTI changes
+            // ctx.db only for the commands after it).
+            ctx.unit.push((ctx.db, bytes));
+        }
+        None => {}
     }
 }
 

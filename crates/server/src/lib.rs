@@ -3,7 +3,9 @@
 //! background jobs. See `shared/DESIGN.md` for the architecture.
 
 pub mod alloc;
+pub mod aof;
 pub mod blocking;
+pub mod check_rdb;
 pub mod client;
 pub mod cmd;
 pub mod config;
@@ -87,8 +89,22 @@ fn init_logging(config: &Config) {
 /// Binds, starts the workers, the acceptor and the background jobs, and
 /// waits until a signal or SHUTDOWN stops them.
 pub fn start(server: Arc<Server>) -> std::io::Result<()> {
+    // With appendonly on, the AOF is the dataset (it takes precedence over
+    // an RDB file) and is loaded before any client is accepted.
+    if server.config.appendonly() {
+        let loaded = aof::load::load_at_start(&server).map_err(std::io::Error::other)?;
+        aof::open_at_start(&server, loaded).map_err(std::io::Error::other)?;
+    }
+    let s = server.clone();
+    let aof_writer = thread::Builder::new()
+        .name("vireo-aof".into())
+        .spawn(move || aof::run_writer(s))?;
+    let s = server.clone();
+    let aof_bg = thread::Builder::new()
+        .name("vireo-aof-bg".into())
+        .spawn(move || aof::run_background(s))?;
     let listeners = listener::Listeners::bind(&server)?;
-    if rdb::dump_path(&server).exists() {
+    if rdb::dump_wanted_at_startup(&server) {
         server.rdb.loading.store(true, Ordering::Release);
     }
     let (accept_poll, accept_waker) = listener::create_poll()?;
@@ -146,6 +162,9 @@ pub fn start(server: Arc<Server>) -> std::io::Result<()> {
         let _ = j.join();
     }
     let _ = cron.join();
+    let _ = aof_bg.join();
+    aof::stop_writer(&server);
+    let _ = aof_writer.join();
     if let Some(path) = server.config.unixsocket() {
         let _ = std::fs::remove_file(path);
     }

@@ -127,16 +127,6 @@ pub fn dump_path(server: &Server) -> PathBuf {
     PathBuf::from(server.config.dbfilename())
 }
 
-/// The encoder options the configuration asks for.
-fn encode_options(server: &Server) -> EncodeOptions {
-    let policy = server.config.maxmemory_policy();
-    EncodeOptions {
-        compress: server.config.flag("rdbcompression"),
-        lru_idle: policy.contains("lru"),
-        lfu_freq: policy.contains("lfu"),
-    }
-}
-
 /// Serializes each shard handed over by the snapshot into one chunk for
 /// the writer thread.
 struct ChunkVisitor {
@@ -182,7 +172,7 @@ fn start_snapshot(server: &Arc<Server>) -> Result<Receiver<SaveOutcome>, SaveErr
     let (tx, rx) = sync_channel(CHUNKS_IN_FLIGHT);
     let visitor = Arc::new(ChunkVisitor {
         chunks: tx,
-        opts: encode_options(server),
+        opts: server.config.rdb_encode_options(),
         now_ms: now_ms(),
         server: server.clone(),
     });
@@ -432,9 +422,10 @@ pub struct LoadStats {
 }
 
 /// Loads an RDB stream into the keyspace (start-up, or an AOF's RDB
-/// preamble). Keys already past their expiry are skipped, as a Redis
-/// master does. A key that exists is replaced.
-pub fn load_stream(server: &Server, reader: impl Read) -> Result<LoadStats, String> {
+/// base). Keys already past their expiry are skipped, as a Redis master
+/// does. A key that exists is replaced. Also returns the offset just past
+/// the RDB image (an AOF base may go on with commands).
+pub fn load_stream(server: &Server, reader: impl Read) -> Result<(LoadStats, u64), String> {
     let state = &server.rdb;
     let reader = CountingReader {
         inner: io::BufReader::with_capacity(1 << 20, reader),
@@ -462,7 +453,7 @@ pub fn load_stream(server: &Server, reader: impl Read) -> Result<LoadStats, Stri
             Item::ResizeDb { .. } | Item::ModuleAux { .. } => {}
         }
     }
-    Ok(stats)
+    Ok((stats, loader.offset()))
 }
 
 /// Logs what the aux fields tell about the file, as Redis does.
@@ -488,10 +479,19 @@ fn log_aux(key: &[u8], value: &[u8]) {
     }
 }
 
+/// Whether start-up loads the dump file: it exists and the AOF, which
+/// takes precedence as in Redis, is off.
+pub fn dump_wanted_at_startup(server: &Server) -> bool {
+    !server.config.appendonly() && dump_path(server).exists()
+}
+
 /// Loads the dump file at start-up if there is one. While it runs,
 /// [`RdbState::loading`] makes commands answer -LOADING. Err is the fatal
 /// message; the server must not start serving a partial dataset.
 pub fn load_at_startup(server: &Server) -> Result<(), String> {
+    if !dump_wanted_at_startup(server) {
+        return Ok(());
+    }
     let path = dump_path(server);
     let file = match File::open(&path) {
         Ok(f) => f,
@@ -506,7 +506,7 @@ pub fn load_at_startup(server: &Server) -> Result<(), String> {
         .loading_start_s
         .store(now_ms() / 1000, Ordering::Relaxed);
     let start = Instant::now();
-    let result = load_stream(server, file);
+    let result = load_stream(server, file).map(|(stats, _)| stats);
     state.loading.store(false, Ordering::Release);
     let stats = result.map_err(|e| {
         format!(

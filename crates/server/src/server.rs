@@ -183,6 +183,8 @@ pub struct Server {
     pub rdb: crate::rdb::RdbState,
     /// This server's own `Arc`, for commands that start background work.
     self_ref: OnceLock<Weak<Server>>,
+    /// The append-only file.
+    pub aof: crate::aof::Aof,
 }
 
 impl Server {
@@ -213,6 +215,7 @@ impl Server {
             metrics: Metrics::new(),
             rdb: crate::rdb::RdbState::default(),
             self_ref: OnceLock::new(),
+            aof: crate::aof::Aof::new(threads),
         }
     }
 

@@ -68,6 +68,9 @@ pub struct Session {
     pub obuf_soft_since: Option<Instant>,
     /// What other threads may read or ask of this client.
     pub shared: Arc<ClientShared>,
+    /// AOF offset that must be durable before this client's pending
+    /// replies are sent (`appendfsync always`; 0: none).
+    pub aof_wait: u64,
 }
 
 impl Session {
@@ -89,6 +92,7 @@ impl Session {
             blocked: None,
             obuf_soft_since: None,
             shared,
+            aof_wait: 0,
         }
     }
 

@@ -93,6 +93,9 @@ struct Worker {
     /// Deadlines of blocked clients, as (Unix ms, client id); entries of
     /// clients no longer blocked are dropped when reached.
     deadlines: BTreeSet<(u64, u64)>,
+    /// Connections whose replies wait for an AOF fsync (`appendfsync
+    /// always`); the AOF writer wakes this worker when it has synced.
+    held: Vec<usize>,
 }
 
 /// Runs worker `id`'s event loop until the server shuts down.
@@ -105,6 +108,7 @@ pub fn run(id: usize, server: Arc<Server>, poll: Poll) {
         more_input: Vec::new(),
         by_id: Default::default(),
         deadlines: BTreeSet::new(),
+        held: Vec::new(),
     };
     let mut events = Events::with_capacity(1024);
     let mut last_tick = Instant::now();
@@ -141,6 +145,9 @@ pub fn run(id: usize, server: Arc<Server>, poll: Poll) {
         }
         for idx in std::mem::take(&mut w.more_input) {
             w.on_readable(idx);
+        }
+        for idx in std::mem::take(&mut w.held) {
+            w.flush(idx);
         }
         w.expire_blocked();
         if last_tick.elapsed() >= TICK {
@@ -291,6 +298,9 @@ impl Worker {
         if !conn.finish_blocked(&server, waiter, reply, failed) {
             return;
         }
+        // The pop that served it was logged by the pusher: its reply waits
+        // for that to be durable like any write's.
+        conn.session.aof_wait = conn.session.aof_wait.max(server.aof.wait_offset_now());
         self.deadlines
             .remove(&(waiter.deadline_ms, waiter.client.id));
         match conn.process_input(&server) {
@@ -307,6 +317,17 @@ impl Worker {
         let Some(conn) = self.conns.get_mut(idx) else {
             return;
         };
+        // Under `appendfsync always` replies wait until the commands they
+        // acknowledge are durable; the thread goes on serving others.
+        if conn.session.aof_wait > 0 {
+            if server.aof.must_wait(self.id, conn.session.aof_wait) {
+                if !self.held.contains(&idx) {
+                    self.held.push(idx);
+                }
+                return;
+            }
+            conn.session.aof_wait = 0;
+        }
         // Checked before writing, as Redis checks when a reply is appended:
         // a client past its output limit (or killed) is closed unflushed.
         let used = conn.out.len();
@@ -391,6 +412,15 @@ impl Worker {
         let idxs: Vec<usize> = self.conns.iter().map(|(i, _)| i).collect();
         for idx in idxs {
             if let Some(conn) = self.conns.get_mut(idx) {
+                // Replies acknowledging writes not yet durable (`appendfsync
+                // always`) wait for the writer, or are not sent at all.
+                while conn.session.aof_wait > self.server.aof.synced() && Instant::now() < deadline
+                {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                if conn.session.aof_wait > self.server.aof.synced() {
+                    conn.out.clear();
+                }
                 while !conn.out.is_empty() && Instant::now() < deadline {
                     if conn.flush(&stats).is_err() {
                         break;

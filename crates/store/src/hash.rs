@@ -41,10 +41,10 @@ pub struct HashLimits {
 }
 
 impl Default for HashLimits {
-    /// Redis's defaults: 128 entries, 64 bytes.
+    /// Redis 7.0's defaults: 512 entries, 64 bytes.
     fn default() -> Self {
         HashLimits {
-            max_entries: 128,
+            max_entries: 512,
             max_value: 64,
         }
     }

@@ -466,7 +466,13 @@ impl Keyspace {
     /// shards round-robin, in each samples keys with a TTL and deletes the
     /// expired ones, repeating while more than a quarter of a sample was
     /// expired, until `budget` is spent. Returns the number of keys deleted.
-    pub fn active_expire_cycle(&self, budget: Duration) -> u64 {
+    /// `on_expired(db, key)` is told of each deletion while the key's shard
+    /// is still locked, so a persistence log can record it in order.
+    pub fn active_expire_cycle(
+        &self,
+        budget: Duration,
+        on_expired: &mut dyn FnMut(usize, &[u8]),
+    ) -> u64 {
         const SAMPLE: usize = 20;
         let start = Instant::now();
         let mut deleted = 0;
@@ -476,7 +482,7 @@ impl Keyspace {
             let now = now_ms();
             for db in 0..self.databases {
                 loop {
-                    let (sampled, expired) = expire_sample(&mut shard, db, SAMPLE, now);
+                    let (sampled, expired) = expire_sample(&mut shard, db, SAMPLE, now, on_expired);
                     deleted += expired as u64;
                     if sampled == 0 || expired * 4 <= sampled || start.elapsed() >= budget {
                         break;
@@ -494,7 +500,13 @@ impl Keyspace {
 
 /// Scans up to about `n` TTL keys of one database in a shard, deleting the
 /// expired ones. Returns (sampled, expired).
-fn expire_sample(shard: &mut Shard, db: usize, n: usize, now: u64) -> (usize, usize) {
+fn expire_sample(
+    shard: &mut Shard,
+    db: usize,
+    n: usize,
+    now: u64,
+    on_expired: &mut dyn FnMut(usize, &[u8]),
+) -> (usize, usize) {
     let table = &mut shard.dbs[db];
     if table.volatile.is_empty() {
         return (0, 0);
@@ -510,6 +522,7 @@ fn expire_sample(shard: &mut Shard, db: usize, n: usize, now: u64) -> (usize, us
     });
     for k in &due {
         table.remove(hash_key(k), k);
+        on_expired(db, k);
     }
     shard.stats.expired_keys += due.len() as u64;
     for k in &due {
@@ -534,6 +547,9 @@ pub struct Keys<'a> {
     now: u64,
     /// Lookups update access metadata (false for a CLIENT NO-TOUCH client).
     touch: bool,
+    /// Keys this view deleted because their TTL had passed, as (db, key),
+    /// in order, for the persistence log (Redis propagates them as DEL).
+    expired: Vec<(usize, Key)>,
 }
 
 impl<'a> Keys<'a> {
@@ -544,7 +560,24 @@ impl<'a> Keys<'a> {
             dynamic,
             now: now_ms(),
             touch: true,
+            expired: Vec::new(),
         }
+    }
+
+    /// Takes the list of keys this view deleted on expiry since the last
+    /// call, as (db, key), oldest first.
+    pub fn take_expired(&mut self) -> Vec<(usize, Key)> {
+        std::mem::take(&mut self.expired)
+    }
+
+    /// Deletes `key` from its (held) shard if its TTL passed, recording it.
+    fn expire_held(&mut self, db: usize, hash: u64, key: &[u8]) -> bool {
+        let now = self.now;
+        let expired = self.shard(hash).expire_if_needed(db, hash, key, now);
+        if expired {
+            self.expired.push((db, key.into()));
+        }
+        expired
     }
 
     /// With `no_touch`, lookups through this view stop updating the keys'
@@ -643,8 +676,9 @@ impl<'a> Keys<'a> {
         let hash = hash_key(key);
         let now = self.now;
         let tuning = self.ks.lfu_tuning();
+        let expired = self.expire_held(db, hash, key);
         let shard = self.shard(hash);
-        let entry = if shard.expire_if_needed(db, hash, key, now) {
+        let entry = if expired {
             None
         } else {
             shard.dbs[db].keys.get_mut(hash, key)
@@ -749,8 +783,8 @@ impl<'a> Keys<'a> {
         let hash = hash_key(key);
         let now = self.now;
         let decay = self.ks.lfu_tuning().decay_minutes;
+        self.expire_held(db, hash, key);
         let shard = self.shard(hash);
-        shard.expire_if_needed(db, hash, key, now);
         let table = &mut shard.dbs[db];
         let new_ttl = entry.expire_at != 0;
         let old = match table.keys.get_mut(hash, key) {
@@ -776,12 +810,10 @@ impl<'a> Keys<'a> {
     /// Deletes `key`; returns its entry if it existed (and was not expired).
     pub fn remove(&mut self, db: usize, key: &[u8]) -> Option<Entry> {
         let hash = hash_key(key);
-        let now = self.now;
-        let shard = self.shard(hash);
-        if shard.expire_if_needed(db, hash, key, now) {
+        if self.expire_held(db, hash, key) {
             return None;
         }
-        shard.dbs[db].remove(hash, key)
+        self.shard(hash).dbs[db].remove(hash, key)
     }
 
     /// Sets the absolute expiry (Unix ms) of an existing key; false if the
@@ -913,6 +945,10 @@ impl<'a> Keys<'a> {
                         f(k, e);
                     }
                 });
+                // Not recorded for the AOF: this dynamic view lets go of the
+                // shard before the command ends, so a DEL logged later could
+                // land after a newer write of the key. The logged absolute
+                // expiry removes the key on replay anyway.
                 for k in &expired {
                     s.expire_if_needed(db, hash_key(k), k, now);
                 }
@@ -1027,6 +1063,36 @@ mod tests {
     }
 
     #[test]
+    fn lazily_expired_keys_are_reported_once_in_order() {
+        let ks = Keyspace::new(2, 8);
+        let mut k = ks.lock_all();
+        for key in [&b"a"[..], b"b", b"c"] {
+            k.set(1, key, s(b"v"));
+            k.set_expire(1, key, 1);
+        }
+        assert!(k.get_read(1, b"b").is_none());
+        assert!(k.remove(1, b"a").is_none());
+        k.set(1, b"c", s(b"new"));
+        assert!(k.get_read(1, b"missing").is_none());
+        let got = k.take_expired();
+        let want: Vec<(usize, Key)> = [&b"b"[..], b"a", b"c"]
+            .iter()
+            .map(|key| (1, Key::from(*key)))
+            .collect();
+        assert_eq!(got, want);
+        assert!(k.take_expired().is_empty());
+        // Active expiry tells its callback instead.
+        k.set(0, b"d", s(b"v"));
+        k.set_expire(0, b"d", 1);
+        drop(k);
+        let mut seen = Vec::new();
+        ks.active_expire_cycle(Duration::from_millis(50), &mut |db, key| {
+            seen.push((db, key.to_vec()))
+        });
+        assert_eq!(seen, vec![(0, b"d".to_vec())]);
+    }
+
+    #[test]
     fn active_expiry_removes_expired_keys() {
         let ks = Keyspace::new(2, 4);
         let keys: Vec<Vec<u8>> = (0..500).map(|i| format!("k{i}").into_bytes()).collect();
@@ -1039,7 +1105,7 @@ mod tests {
         drop(k);
         let mut total = 0;
         for _ in 0..100 {
-            total += ks.active_expire_cycle(Duration::from_millis(50));
+            total += ks.active_expire_cycle(Duration::from_millis(50), &mut |_, _| {});
             if total == 500 {
                 break;
             }

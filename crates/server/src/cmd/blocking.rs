@@ -148,6 +148,44 @@ pub enum Served {
     Deferred,
 }
 
+/// The non-blocking command a pop of `n` elements from `key` propagates
+/// as (Redis 7.0 rewrites BLPOP to LPOP, BLMPOP and LMPOP to LPOP with a
+/// count, BZPOPMIN to ZPOPMIN, …).
+pub(crate) fn pop_effect(pop: Pop, key: &[u8], n: usize) -> Vec<Vec<u8>> {
+    let (name, count): (&[u8], _) = match pop {
+        Pop::List {
+            end: End::Left,
+            count,
+        } => (b"LPOP", count),
+        Pop::List {
+            end: End::Right,
+            count,
+        } => (b"RPOP", count),
+        Pop::ZSet { max: false, count } => (b"ZPOPMIN", count),
+        Pop::ZSet { max: true, count } => (b"ZPOPMAX", count),
+    };
+    let mut cmd = vec![name.to_vec(), key.to_vec()];
+    if count.is_some() {
+        cmd.push(itoa::Buffer::new().format(n).as_bytes().to_vec());
+    }
+    cmd
+}
+
+/// The LMOVE a move of one element propagates as (BLMOVE, BRPOPLPUSH).
+fn move_effect(src: &[u8], dst: &[u8], from: End, to: End) -> [Vec<u8>; 5] {
+    let side = |e: End| match e {
+        End::Left => b"LEFT".to_vec(),
+        End::Right => b"RIGHT".to_vec(),
+    };
+    [
+        b"LMOVE".to_vec(),
+        src.to_vec(),
+        dst.to_vec(),
+        side(from),
+        side(to),
+    ]
+}
+
 /// BLPOP key [key ...] timeout: pops the head of the first non-empty list,
 /// replying `[key, element]`, or waits up to `timeout` seconds for one.
 fn blpop(ctx: &mut Ctx<'_>, args: Args<'_>) {
@@ -395,8 +433,11 @@ fn pop_or_block(ctx: &mut Ctx<'_>, args: Args<'_>, keys: Range<usize>, pop: Pop,
         let key = args.get(i);
         match pop_into(&mut ctx.keys, ctx.db, key, pop, ctx.out) {
             Err(()) => return ctx.out.error(errors::WRONGTYPE),
-            Ok(false) => {}
-            Ok(true) => return ctx.modified(key),
+            Ok(None) => {}
+            Ok(Some(n)) => {
+                ctx.propagate(&pop_effect(pop, key, n));
+                return ctx.modified(key);
+            }
         }
     }
     if ctx.deny_blocking {
@@ -428,6 +469,7 @@ fn move_or_block(ctx: &mut Ctx<'_>, args: Args<'_>, from: End, to: End, deadline
         Ok(None) => ctx.out.null(),
         Ok(Some(v)) => {
             ctx.out.bulk(&v);
+            ctx.propagate(&move_effect(src, dst, from, to));
             ctx.modified(src);
             ctx.modified(dst);
             ctx.signal_ready(dst);
@@ -456,22 +498,23 @@ fn block(ctx: &mut Ctx<'_>, args: Args<'_>, keys: Range<usize>, op: Op, deadline
     blocking::block(ctx, args, waiter);
 }
 
-/// Pops per `pop` from `key` and writes the reply. Ok(false) when the key
-/// does not exist; Err when it holds another type.
+/// Pops per `pop` from `key` and writes the reply; Ok(Some) is the number
+/// of elements popped. Ok(None) when the key does not exist; Err when it
+/// holds another type.
 fn pop_into(
     keys: &mut Keys<'_>,
     db: usize,
     key: &[u8],
     pop: Pop,
     out: &mut ReplyBuf,
-) -> Result<bool, ()> {
-    match pop {
+) -> Result<Option<usize>, ()> {
+    let popped = match pop {
         Pop::List { end, count } => {
             let Some(items) = pop_elements(keys, db, key, end, count.unwrap_or(1))? else {
-                return Ok(false);
+                return Ok(None);
             };
             let Some(first) = items.first() else {
-                return Ok(false);
+                return Ok(None);
             };
             out.array(2);
             out.bulk(key);
@@ -483,13 +526,14 @@ fn pop_into(
                     out.bulk(item);
                 }
             }
+            items.len()
         }
         Pop::ZSet { max, count } => {
             let Some(items) = pop_members(keys, db, key, max, count.unwrap_or(1))? else {
-                return Ok(false);
+                return Ok(None);
             };
             if items.is_empty() {
-                return Ok(false);
+                return Ok(None);
             }
             if count.is_none() {
                 out.array(1 + 2 * items.len());
@@ -508,9 +552,10 @@ fn pop_into(
                     out.double(*score);
                 }
             }
+            items.len()
         }
-    }
-    Ok(true)
+    };
+    Ok(Some(popped))
 }
 
 /// Serves waiter `w` from `key`, which holds elements, through the locked
@@ -539,9 +584,12 @@ pub(crate) fn serve_waiter(
                 return Served::Skipped;
             }
             match pop_into(keys, db, key, *pop, &mut out) {
-                Ok(true) => changed(keys, db, key, dirty),
+                Ok(Some(n)) => {
+                    feed_served(server, db, &pop_effect(*pop, key, n));
+                    changed(keys, db, key, dirty);
+                }
                 // Checked above: the key holds elements of the right type.
-                Ok(false) | Err(()) => out.null_array(),
+                Ok(None) | Err(()) => out.null_array(),
             }
         }
         Op::Move { dst, from, to } => {
@@ -564,6 +612,7 @@ pub(crate) fn serve_waiter(
             match moved {
                 Ok(Some(v)) => {
                     out.bulk(&v);
+                    feed_served(server, db, &move_effect(key, dst, *from, *to));
                     changed(keys, db, key, dirty);
                     changed(keys, db, dst, dirty);
                     blocking::mark_ready(server, ready, db, dst);
@@ -574,6 +623,16 @@ pub(crate) fn serve_waiter(
     }
     blocking::deliver(server, w, out.as_bytes().to_vec(), false);
     Served::Done
+}
+
+/// Logs what serving a waiter did, as its own unit, while the view still
+/// holds the keys' shards.
+fn feed_served(server: &Server, db: usize, cmd: &[Vec<u8>]) {
+    if server.aof.is_logging() {
+        let mut bytes = Vec::new();
+        crate::aof::reader::encode(&mut bytes, cmd);
+        server.aof.feed(&[(db, bytes)]);
+    }
 }
 
 /// Records a write made while serving a waiter: WATCHers of the key are

@@ -6,7 +6,7 @@
 use vireo_resp::Args;
 
 use super::server::reply_help;
-use super::{container, errors, flags::*, spec, CommandSpec, Ctx, KeySpec};
+use super::{container, errors, flags::*, is, spec, CommandSpec, Ctx, KeySpec};
 
 const ADMIN_NS: u32 = ADMIN | NOSCRIPT | LOADING | STALE;
 
@@ -46,7 +46,13 @@ fn set(ctx: &mut Ctx<'_>, args: Args<'_>) {
     }
     let pairs: Vec<(&[u8], &[u8])> = chunks.map(|p| (p[0], p[1])).collect();
     match ctx.server.config.set(&pairs) {
-        Ok(()) => ctx.out.ok(),
+        Ok(()) => {
+            let aof_param = |n: &[u8]| is(n, "appendonly") || is(n, "appendfsync");
+            if pairs.iter().any(|(n, _)| aof_param(n)) {
+                crate::aof::config_changed(ctx.server);
+            }
+            ctx.out.ok()
+        }
         Err(e) => ctx.out.error(&e),
     }
 }

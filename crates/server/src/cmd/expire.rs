@@ -174,10 +174,15 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: Args<'_>, form: &ExpireForm) {
     match u64::try_from(when) {
         Ok(at) if when > now => {
             ctx.keys.set_expire(ctx.db, key, at);
+            // Propagated as an absolute time, options kept.
+            let opts: Vec<&[u8]> = args.iter().skip(3).collect();
+            ctx.propagate_pexpireat(key, at, &opts);
         }
         // A time already reached deletes the key: a write like DEL.
         _ => {
             ctx.keys.remove(ctx.db, key);
+            let lazy = ctx.server.config.lazyfree_lazy_expire();
+            ctx.propagate_del(key, lazy);
         }
     }
     ctx.modified(key);

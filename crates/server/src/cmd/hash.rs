@@ -329,6 +329,9 @@ enum Incr {
 fn incr_field(ctx: &mut Ctx<'_>, args: Args<'_>, next: impl FnOnce(Option<&[u8]>) -> Incr) {
     let (key, field) = (args.get(1), args.get(2));
     let limits = limits(ctx);
+    // HINCRBYFLOAT propagates as HSET of the result (float sums are not
+    // reproducible everywhere); HINCRBY as executed.
+    let mut stored = None;
     let res = with_hash(ctx, key, |h, out| match next(h.get(field)) {
         Incr::Int(n) => {
             h.set(field, itoa::Buffer::new().format(n).as_bytes(), limits);
@@ -338,6 +341,7 @@ fn incr_field(ctx: &mut Ctx<'_>, args: Args<'_>, next: impl FnOnce(Option<&[u8]>
         Incr::Text(text) => {
             h.set(field, &text, limits);
             out.bulk(&text);
+            stored = Some(text);
             true
         }
         Incr::Fail(msg) => {
@@ -345,6 +349,9 @@ fn incr_field(ctx: &mut Ctx<'_>, args: Args<'_>, next: impl FnOnce(Option<&[u8]>
             false
         }
     });
+    if let Some(text) = stored {
+        ctx.propagate(&[b"HSET", key, field, &text]);
+    }
     match res {
         Ok(true) => ctx.modified(key),
         Ok(false) => {}

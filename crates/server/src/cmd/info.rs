@@ -471,18 +471,14 @@ fn persistence_section(server: &Server, w: &mut Lines<'_>) {
         "rdb_last_load_keys_loaded",
         rdb.last_load_keys_loaded.load(Ordering::Relaxed),
     );
-    w.kv("aof_enabled", u8::from(server.config.appendonly()));
-    w.zeros(&["aof_rewrite_in_progress", "aof_rewrite_scheduled"]);
-    w.kv("aof_last_rewrite_time_sec", -1);
-    w.kv("aof_current_rewrite_time_sec", -1);
-    w.kv("aof_last_bgrewrite_status", "ok");
-    w.zeros(&["aof_rewrites", "aof_rewrites_consecutive_failures"]);
-    w.kv("aof_last_write_status", "ok");
-    w.zeros(&[
-        "aof_last_cow_size",
-        "module_fork_in_progress",
-        "module_fork_last_cow_size",
-    ]);
+    for (field, value) in server
+        .aof
+        .info_fields()
+        .into_iter()
+        .chain(server.aof.info_sizes())
+    {
+        w.kv(field, value);
+    }
     if loading {
         loading_fields(server, w);
     }

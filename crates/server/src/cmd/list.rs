@@ -473,7 +473,14 @@ fn lmpop(ctx: &mut Ctx<'_>, args: Args<'_>) {
         });
         match popped {
             Ok(None) => continue,
-            Ok(Some(n)) => return modified_by(ctx, key, n),
+            Ok(Some(n)) => {
+                let pop = super::blocking::Pop::List {
+                    end,
+                    count: Some(count),
+                };
+                ctx.propagate(&super::blocking::pop_effect(pop, key, n));
+                return modified_by(ctx, key, n);
+            }
             Err(()) => return ctx.out.error(errors::WRONGTYPE),
         }
     }

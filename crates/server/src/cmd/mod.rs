@@ -5,6 +5,7 @@
 //! them into the single table that names, arities, flags and key positions
 //! come from (dispatch, locking, COMMAND and MULTI all read it).
 
+pub mod aof;
 pub mod bitops;
 pub mod blocking;
 pub mod client;
@@ -12,6 +13,7 @@ pub mod command;
 pub mod config;
 pub mod connection;
 pub mod docs;
+pub mod dump;
 pub mod expire;
 pub mod function;
 pub mod hash;
@@ -256,12 +258,14 @@ pub struct Table {
 impl Table {
     fn build() -> Table {
         let families: &[&'static [CommandSpec]] = &[
+            aof::COMMANDS,
             bitops::COMMANDS,
             blocking::COMMANDS,
             client::COMMANDS,
             command::COMMANDS,
             config::COMMANDS,
             connection::COMMANDS,
+            dump::COMMANDS,
             expire::COMMANDS,
             function::COMMANDS,
             hash::COMMANDS,
@@ -351,6 +355,13 @@ pub struct Ctx<'a> {
     /// Blocking commands must not block (inside EXEC): they reply as if
     /// they timed out at once, like Redis's CLIENT_DENY_BLOCKING.
     pub deny_blocking: bool,
+    /// How the running command propagates when it is not as executed
+    /// (Redis's `rewriteClientCommandVector` / `alsoPropagate`): filled by
+    /// [`Ctx::propagate`], None for "as executed".
+    pub effects: Option<Vec<crate::aof::Op>>,
+    /// The execution unit's effects so far (a command, or a transaction's
+    /// commands), handed to the AOF by dispatch under the unit's locks.
+    pub unit: Vec<crate::aof::Op>,
 }
 
 impl Ctx<'_> {
@@ -371,6 +382,48 @@ impl Ctx<'_> {
     /// SWAPDB).
     pub fn signal_ready_in(&mut self, db: usize, key: &[u8]) {
         crate::blocking::mark_ready(self.server, &mut self.ready, db, key);
+    }
+
+    /// Propagates the running command as `cmd` instead of as executed (one
+    /// call per resulting command: SPOP with a count propagates an SREM per
+    /// member). Only effects that changed the dataset are to be recorded.
+    /// A no-op while nothing consumes effects.
+    pub fn propagate<A: AsRef<[u8]>>(&mut self, cmd: &[A]) {
+        self.propagate_in(self.db, cmd);
+    }
+
+    /// [`Ctx::propagate`] for a command applying to database `db`.
+    pub fn propagate_in<A: AsRef<[u8]>>(&mut self, db: usize, cmd: &[A]) {
+        if !self.server.aof.is_logging() {
+            return;
+        }
+        let mut bytes = Vec::new();
+        crate::aof::reader::encode(&mut bytes, cmd);
+        self.effects.get_or_insert_with(Vec::new).push((db, bytes));
+    }
+
+    /// Propagates the running command as a deletion of `key` (DEL, or
+    /// UNLINK when `lazy`), as Redis does for GETDEL, SPOP of a whole set
+    /// and expiries already in the past.
+    pub fn propagate_del(&mut self, key: &[u8], lazy: bool) {
+        let cmd: &[u8] = if lazy { b"UNLINK" } else { b"DEL" };
+        self.propagate(&[cmd, key]);
+    }
+
+    /// Propagates the running command as `SET key value PXAT at_ms`
+    /// (Redis 7.0's form for every SET with a relative or absolute TTL).
+    pub fn propagate_set_pxat(&mut self, key: &[u8], value: &[u8], at_ms: u64) {
+        let mut num = itoa::Buffer::new();
+        self.propagate(&[b"SET", key, value, b"PXAT", num.format(at_ms).as_bytes()]);
+    }
+
+    /// Propagates the running command as `PEXPIREAT key at_ms` plus
+    /// `extra` arguments (EXPIRE's NX/XX/GT/LT options).
+    pub fn propagate_pexpireat(&mut self, key: &[u8], at_ms: u64, extra: &[&[u8]]) {
+        let mut num = itoa::Buffer::new();
+        let mut cmd: Vec<&[u8]> = vec![b"PEXPIREAT", key, num.format(at_ms).as_bytes()];
+        cmd.extend_from_slice(extra);
+        self.propagate(&cmd);
     }
 
     /// Parses an integer argument, replying Redis's error if it is not one.

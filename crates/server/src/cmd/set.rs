@@ -268,12 +268,16 @@ fn spop(ctx: &mut Ctx<'_>, args: Args<'_>) {
 /// SPOP without a count.
 fn spop_one(ctx: &mut Ctx<'_>, key: &[u8]) {
     let mut rng = fastrand::Rng::new();
+    let mut popped = None;
     let emptied = match lookup(&mut ctx.keys, ctx.db, key, false) {
         Err(WrongType) => return ctx.out.error(errors::WRONGTYPE),
         Ok(None) => return ctx.out.null(),
         Ok(Some(set)) => {
             match set.pop_random(&mut rng) {
-                Some(m) => reply_member(ctx.out, m.borrowed()),
+                Some(m) => {
+                    reply_member(ctx.out, m.borrowed());
+                    popped = Some(m.borrowed().as_bytes(&mut itoa::Buffer::new()).to_vec());
+                }
                 None => ctx.out.null(),
             }
             set.is_empty()
@@ -281,6 +285,10 @@ fn spop_one(ctx: &mut Ctx<'_>, key: &[u8]) {
     };
     if emptied {
         ctx.keys.remove(ctx.db, key);
+    }
+    // The random choice propagates as the removal it made.
+    if let Some(m) = popped {
+        ctx.propagate(&[b"SREM", key, &m]);
     }
     ctx.modified(key);
 }
@@ -301,7 +309,18 @@ fn spop_count(ctx: &mut Ctx<'_>, key: &[u8], count: &[u8]) {
         Ok(Some(_)) if count == 0 => return ctx.out.set(0),
         Ok(Some(set)) if count < set.len() => {
             ctx.out.set(count);
-            set.pop_random_many(count, &mut rng, max, |m| reply_member(ctx.out, m));
+            let logging = ctx.server.aof.is_logging();
+            let mut popped = Vec::new();
+            set.pop_random_many(count, &mut rng, max, |m| {
+                reply_member(ctx.out, m);
+                if logging {
+                    popped.push(m.as_bytes(&mut itoa::Buffer::new()).to_vec());
+                }
+            });
+            // One SREM per member, as Redis propagates them.
+            for m in popped {
+                ctx.propagate(&[b"SREM", key, &m]);
+            }
             return modified_n(ctx, key, count);
         }
         Ok(Some(set)) => set.len(),
@@ -311,6 +330,7 @@ fn spop_count(ctx: &mut Ctx<'_>, key: &[u8], count: &[u8]) {
     if let Some(Value::Set(set)) = ctx.keys.remove(ctx.db, key).map(|e| e.value) {
         reply_members(ctx.out, &Set::union([&set], max));
     }
+    ctx.propagate_del(key, false);
     modified_n(ctx, key, size);
 }
 

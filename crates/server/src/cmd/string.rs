@@ -317,6 +317,7 @@ fn set_generic(
     let found = ctx.keys.contains(ctx.db, key);
     let applies = !((opts.nx && found) || (opts.xx && !found));
     if applies {
+        let value_arg = value;
         let value = Value::Str(StrValue::from_bytes(value));
         if opts.keepttl {
             ctx.keys.set_keep_ttl(ctx.db, key, value);
@@ -325,6 +326,7 @@ fn set_generic(
         }
         if let Some(at) = expire_at {
             ctx.keys.set_expire(ctx.db, key, at);
+            ctx.propagate_set_pxat(key, value_arg, at);
         }
         ctx.modified(key);
     }
@@ -410,6 +412,7 @@ fn getset(ctx: &mut Ctx<'_>, args: Args<'_>) {
     }
     ctx.keys
         .set(ctx.db, key, Value::Str(StrValue::from_bytes(args.get(2))));
+    ctx.propagate(&[b"SET", key, args.get(2)]);
     ctx.modified(key);
 }
 
@@ -420,6 +423,8 @@ fn getdel(ctx: &mut Ctx<'_>, args: Args<'_>) {
         return;
     }
     if ctx.keys.remove(ctx.db, key).is_some() {
+        let lazy = ctx.server.config.lazyfree_lazy_user_del();
+        ctx.propagate_del(key, lazy);
         ctx.modified(key);
     }
 }
@@ -445,9 +450,28 @@ fn getex(ctx: &mut Ctx<'_>, args: Args<'_>) {
     };
     let absolute = opts.expire.is_some_and(|(kind, _)| kind.is_absolute());
     let changed = match expire_at {
-        Some(at) if absolute && at <= now => ctx.keys.remove(ctx.db, key).is_some(),
-        Some(at) => ctx.keys.set_expire(ctx.db, key, at),
-        None => opts.persist && ctx.keys.persist(ctx.db, key),
+        Some(at) if absolute && at <= now => {
+            let removed = ctx.keys.remove(ctx.db, key).is_some();
+            if removed {
+                let lazy = ctx.server.config.lazyfree_lazy_expire();
+                ctx.propagate_del(key, lazy);
+            }
+            removed
+        }
+        Some(at) => {
+            let set = ctx.keys.set_expire(ctx.db, key, at);
+            if set {
+                ctx.propagate_pexpireat(key, at, &[]);
+            }
+            set
+        }
+        None => {
+            let persisted = opts.persist && ctx.keys.persist(ctx.db, key);
+            if persisted {
+                ctx.propagate(&[b"PERSIST", key]);
+            }
+            persisted
+        }
     };
     if changed {
         ctx.modified(key);
@@ -733,6 +757,7 @@ fn incrbyfloat(ctx: &mut Ctx<'_>, args: Args<'_>) {
     }
     let text = format_long_double(new).into_bytes();
     ctx.out.bulk(&text);
+    ctx.propagate(&[b"SET", key, &text, b"KEEPTTL"]);
     // Redis stores the printed form as a plain string object (not `int`).
     let value = Value::Str(StrValue::Bytes {
         data: text,

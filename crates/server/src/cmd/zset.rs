@@ -1063,6 +1063,11 @@ fn zmpop(ctx: &mut Ctx<'_>, args: Args<'_>) {
             Err(()) => return ctx.out.error(errors::WRONGTYPE),
             Ok(None) => continue,
             Ok(Some(popped)) => {
+                let pop = super::blocking::Pop::ZSet {
+                    max,
+                    count: Some(count),
+                };
+                ctx.propagate(&super::blocking::pop_effect(pop, key, popped.len()));
                 ctx.modified(key);
                 ctx.dirty += popped.len() as u64 - 1;
                 return reply_mpop(ctx.out, key, &popped);

@@ -43,14 +43,15 @@ impl Drop for Redis {
 }
 
 pub fn start_redis() -> Redis {
-    start_redis_with(&["--save", "", "--appendonly", "no"])
+    start_redis_with(&[])
 }
 
-/// Starts Debian's redis-server on a free port with extra arguments.
+/// Starts redis-server with `extra` arguments after the defaults (later
+/// ones win, e.g. `--dir D --dbfilename F` to load a file).
 pub fn start_redis_with(extra: &[&str]) -> Redis {
     let port = super::free_port();
     let mut child = Command::new("redis-server")
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
         .args(extra)
         .stdout(Stdio::null())
         .stderr(Stdio::null())

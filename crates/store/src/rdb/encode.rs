@@ -7,7 +7,7 @@ use vireo_resp::number::{parse_i64, write_double};
 
 use super::{crc64, intset, listpack, lzf, opcode, rtype, RDB_VERSION};
 use crate::keyspace::{Entry, LfuTuning};
-use crate::list::List;
+use crate::list::{Elem, List};
 use crate::set::Member;
 use crate::value::{StrValue, Value};
 
@@ -187,10 +187,10 @@ fn write_list(out: &mut Vec<u8>, list: &List, compress: bool) {
     let mut nodes = 0u64;
     let (mut bytes, mut count) = (0usize, 0usize);
     for e in list.iter() {
-        let sz = listpack::Builder::entry_size(&e.to_vec());
+        let sz = elem_size(e);
         if count == 0 || !list.node_fits(bytes + sz, count + 1) {
             nodes += 1;
-            bytes = 7;
+            bytes = listpack::Builder::new().bytes();
             count = 0;
         }
         bytes += sz;
@@ -199,15 +199,25 @@ fn write_list(out: &mut Vec<u8>, list: &List, compress: bool) {
     write_len(out, nodes);
     let mut lp = listpack::Builder::new();
     for e in list.iter() {
-        let e = e.to_vec();
-        let sz = listpack::Builder::entry_size(&e);
+        let sz = elem_size(e);
         if lp.count() > 0 && !list.node_fits(lp.bytes() + sz, lp.count() + 1) {
             write_node(out, std::mem::take(&mut lp), compress);
         }
-        lp.push(&e);
+        match e {
+            Elem::Int(v) => lp.push_int(v),
+            Elem::Bytes(b) => lp.push(b),
+        }
     }
     if lp.count() > 0 {
         write_node(out, lp, compress);
+    }
+}
+
+/// Bytes a list element takes in a listpack.
+fn elem_size(e: Elem<'_>) -> usize {
+    match e {
+        Elem::Int(v) => listpack::Builder::int_entry_size(v),
+        Elem::Bytes(b) => listpack::Builder::entry_size(b),
     }
 }
 

@@ -57,10 +57,18 @@ impl Builder {
 
     /// Bytes an entry for `s` takes (encoding, data and backlen).
     pub fn entry_size(s: &[u8]) -> usize {
-        let body = match parse_i64(s) {
-            Some(v) => int_body_len(v),
-            None => str_header_len(s.len()) + s.len(),
-        };
+        match parse_i64(s) {
+            Some(v) => Builder::int_entry_size(v),
+            None => {
+                let body = str_header_len(s.len()) + s.len();
+                body + backlen_len(body)
+            }
+        }
+    }
+
+    /// Bytes an entry for the integer `v` takes.
+    pub fn int_entry_size(v: i64) -> usize {
+        let body = int_body_len(v);
         body + backlen_len(body)
     }
 

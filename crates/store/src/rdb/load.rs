@@ -120,10 +120,11 @@ fn corrupt<T>(msg: impl Into<String>) -> Res<T> {
 }
 
 impl<R: Read> Src<R> {
-    fn new(r: R) -> Self {
+    /// A reader with a window of `window` bytes (at least 1).
+    fn new(r: R, window: usize) -> Self {
         Src {
             r,
-            buf: vec![0; PREALLOC_MAX].into_boxed_slice(),
+            buf: vec![0; window.max(1)].into_boxed_slice(),
             pos: 0,
             end: 0,
             base: 0,
@@ -274,6 +275,8 @@ pub struct Loader<R> {
     done: bool,
     /// Keys skipped because their value was empty (Redis skips them too).
     empty_keys: u64,
+    /// The checksum stored after the EOF opcode, once read.
+    stored_checksum: Option<u64>,
 }
 
 impl<R: Read> Loader<R> {
@@ -285,7 +288,7 @@ impl<R: Read> Loader<R> {
 
     /// Like [`Loader::new`] with the server's thresholds and limits.
     pub fn with_options(r: R, opts: LoadOptions) -> Result<Self, RdbError> {
-        let mut src = Src::new(r);
+        let mut src = Src::new(r, PREALLOC_MAX);
         let header = src.exact::<9>().map_err(|kind| RdbError {
             kind: match kind {
                 ErrorKind::UnexpectedEof => ErrorKind::BadMagic,
@@ -315,6 +318,7 @@ impl<R: Read> Loader<R> {
             db: 0,
             done: false,
             empty_keys: 0,
+            stored_checksum: None,
         })
     }
 
@@ -326,6 +330,13 @@ impl<R: Read> Loader<R> {
     /// Bytes read so far.
     pub fn offset(&self) -> u64 {
         self.src.offset()
+    }
+
+    /// The checksum stored at the end of the file, once the end was read
+    /// (None before that, and for versions before 5, which have none; 0
+    /// means the writer had checksums off and nothing was verified).
+    pub fn stored_checksum(&self) -> Option<u64> {
+        self.stored_checksum
     }
 
     /// Keys skipped so far because their value was empty.
@@ -367,6 +378,7 @@ impl<R: Read> Loader<R> {
                     if self.version >= 5 {
                         let computed = self.src.crc();
                         let stored = u64::from_le_bytes(self.src.exact()?);
+                        self.stored_checksum = Some(stored);
                         if self.opts.verify_checksum && stored != 0 && stored != computed {
                             return Err(ErrorKind::ChecksumMismatch { stored, computed });
                         }
@@ -424,7 +436,11 @@ impl<R: Read> Loader<R> {
                         freq = None;
                         continue;
                     };
-                    let now = clock::now_ms();
+                    let now = if idle.is_some() || freq.is_some() {
+                        clock::now_ms()
+                    } else {
+                        0
+                    };
                     let mut entry = Entry::new(value)
                         .with_expire(expire.map(|t| u64::try_from(t).unwrap_or(0)));
                     if let Some(s) = idle {
@@ -510,7 +526,8 @@ pub fn restore_payload(payload: &[u8], opts: &LoadOptions) -> Result<Value, Payl
     if crc64(0, &payload[..payload.len() - 8]) != stored {
         return Err(PayloadError::VersionOrChecksum);
     }
-    let mut src = Src::new(body);
+    // A payload is already in memory: a window bigger than it is waste.
+    let mut src = Src::new(body, body.len().min(PREALLOC_MAX));
     let r = src
         .u8()
         .and_then(|ty| read_value(&mut src, ty, opts))
@@ -549,7 +566,8 @@ fn read_value<R: Read>(src: &mut Src<R>, ty: u8, o: &LoadOptions) -> Res<Option<
         }
         rtype::ZSET | rtype::ZSET_2 => {
             let n = src.count()?;
-            let mut entries = Vec::with_capacity(n.min(PREALLOC_MAX));
+            let cap = PREALLOC_MAX / std::mem::size_of::<(Vec<u8>, f64)>();
+            let mut entries = Vec::with_capacity(n.min(cap));
             for _ in 0..n {
                 let m = src.string()?;
                 let score = if ty == rtype::ZSET {

@@ -95,7 +95,7 @@ fn samples() -> Vec<(&'static str, Value, &'static str)> {
             "quicklist",
         ),
         ("hash-small", hash(10, 5), "listpack"),
-        ("hash-big", hash(300, 5), "hashtable"),
+        ("hash-big", hash(600, 5), "hashtable"),
         ("hash-long", hash(3, 100), "hashtable"),
         ("set-ints", set(nums(50)), "intset"),
         (
@@ -585,4 +585,43 @@ fn damaged_files_never_panic() {
         let cut = rng.usize(0..bad.len());
         let _ = restore_payload(&bad[cut..], &LoadOptions::default());
     }
+}
+
+#[test]
+fn module_aux_is_skipped_and_named() {
+    const CHARSET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let id = b"Vireo-mod".iter().fold(0u64, |id, c| {
+        id << 6 | CHARSET.iter().position(|x| x == c).unwrap() as u64
+    });
+    let mut f = b"REDIS0010".to_vec();
+    f.push(opcode::MODULE_AUX);
+    encode::write_len(&mut f, id << 10 | 3);
+    encode::write_len(&mut f, 2);
+    encode::write_len(&mut f, 0);
+    encode::write_len(&mut f, 2); // UINT
+    encode::write_len(&mut f, 99);
+    encode::write_len(&mut f, 5); // STRING
+    encode::write_string(&mut f, b"payload", false);
+    encode::write_len(&mut f, 4); // DOUBLE
+    f.extend_from_slice(&1.5f64.to_le_bytes());
+    encode::write_len(&mut f, 3); // FLOAT
+    f.extend_from_slice(&1.5f32.to_le_bytes());
+    encode::write_len(&mut f, 0); // module EOF
+    write_entry(
+        &mut f,
+        b"after",
+        &Entry::new(s(b"v")),
+        0,
+        &EncodeOptions::default(),
+    );
+    f.push(opcode::EOF);
+    f.extend_from_slice(&[0; 8]);
+    let items = load_all(&f).unwrap();
+    assert!(matches!(&items[0], Item::ModuleAux { module } if module == "Vireo-mod"));
+    assert_eq!(entries_of(items).len(), 1);
+    let mut bad = f.clone();
+    bad[9 + 1 + 9] = 3; // 'when' opcode
+    assert!(load_all(&bad).is_err());
+    let e = load_all(b"REDIS0010\xf6").unwrap_err();
+    assert!(e.to_string().contains("pre-release function format"), "{e}");
 }

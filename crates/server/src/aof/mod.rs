@@ -1,0 +1,603 @@
+//! The append-only file, in Redis 7.0's multi-part layout: a directory
+//! (`appenddirname`) holding a base file, incremental files and the
+//! manifest that lists them.
+//!
+//! Commands reach the AOF through [`Aof::feed`], called by dispatch while
+//! the command still holds its shard locks: the order of the log is the
+//! order of the effects on every key, and a cut taken with every shard
+//! locked (a rewrite) splits the stream exactly. Fed bytes collect in a
+//! buffer that the writer thread ([`run_writer`]) writes out; with
+//! `appendfsync always` it fsyncs once for everything pending (group
+//! commit) and workers hold the replies of those commands back until then
+//! ([`Aof::synced`]), without blocking their threads.
+//!
+//! A rewrite ([`rewrite`]) opens a new incremental file at a cut and writes
+//! a new base from the data at that same cut, then swaps the manifest.
+
+pub mod check;
+pub mod load;
+pub mod manifest;
+pub mod reader;
+pub mod rewrite;
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::server::Server;
+use manifest::Manifest;
+
+/// `appendfsync` policies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fsync {
+    /// fsync before acknowledging (group commit).
+    Always,
+    /// fsync once a second in the background.
+    EverySec,
+    /// Leave it to the operating system.
+    No,
+}
+
+impl Fsync {
+    fn parse(s: &str) -> Fsync {
+        match s {
+            "always" => Fsync::Always,
+            "no" => Fsync::No,
+            _ => Fsync::EverySec,
+        }
+    }
+}
+
+/// AOF states, as Redis's `aof_state`.
+const OFF: u8 = 0;
+const ON: u8 = 1;
+/// Enabled at run time, waiting for the first rewrite to write the base:
+/// nothing is logged until its cut.
+const WAIT_REWRITE: u8 = 2;
+
+/// One effect of a command for the log: the database it applies to and the
+/// command, RESP-encoded.
+pub type Op = (usize, Vec<u8>);
+
+/// Bytes fed but not yet written, and what the writer must do with them.
+struct Feed {
+    buf: Vec<u8>,
+    /// The database the log's reader has selected (None: unknown, so the
+    /// next command is preceded by SELECT).
+    selected_db: Option<usize>,
+    /// Total bytes ever fed: the offset just after `buf`.
+    total: u64,
+    /// A rewrite's cut: the bytes of `buf` from this position on go to this
+    /// new incremental file.
+    switch: Option<(usize, File)>,
+    /// Close the file after writing what is left (appendonly no).
+    close: bool,
+    /// Write and sync what is left, then end the writer thread (shutdown).
+    stop: bool,
+}
+
+/// The AOF's shared state.
+pub struct Aof {
+    state: AtomicU8,
+    fsync: AtomicU8,
+    feed: Mutex<Feed>,
+    feed_cond: Condvar,
+    /// Fed bytes known to be durable as the policy asks: replies of
+    /// commands fed before this offset may be sent.
+    synced: AtomicU64,
+    /// Per worker: it holds replies waiting for `synced` to advance.
+    waiting: Vec<AtomicBool>,
+    /// The manifest in force (None until the AOF is opened).
+    pub manifest: Mutex<Option<Manifest>>,
+    /// The file the writer appends to.
+    file: Mutex<Option<File>>,
+    /// Requests for the background thread (rewrite).
+    bg: Mutex<BgState>,
+    bg_cond: Condvar,
+    /// Sizes for `auto-aof-rewrite-*`: all files now, base after the last
+    /// rewrite.
+    current_size: AtomicU64,
+    base_size: AtomicU64,
+    rewrite_in_progress: AtomicBool,
+    rewrite_started_ms: AtomicU64,
+    last_rewrite_secs: AtomicI64,
+    last_rewrite_ok: AtomicBool,
+    rewrites: AtomicU64,
+    rewrites_failed_in_a_row: AtomicU64,
+    last_write_ok: AtomicBool,
+}
+
+#[derive(Default)]
+struct BgState {
+    rewrite_requested: bool,
+}
+
+impl Aof {
+    /// AOF state for `workers` worker threads, off until [`open_at_start`].
+    pub fn new(workers: usize) -> Self {
+        Aof {
+            state: AtomicU8::new(OFF),
+            fsync: AtomicU8::new(Fsync::EverySec as u8),
+            feed: Mutex::new(Feed {
+                buf: Vec::new(),
+                selected_db: None,
+                total: 0,
+                switch: None,
+                close: false,
+                stop: false,
+            }),
+            feed_cond: Condvar::new(),
+            synced: AtomicU64::new(0),
+            waiting: (0..workers).map(|_| AtomicBool::new(false)).collect(),
+            manifest: Mutex::new(None),
+            file: Mutex::new(None),
+            bg: Mutex::new(BgState::default()),
+            bg_cond: Condvar::new(),
+            current_size: AtomicU64::new(0),
+            base_size: AtomicU64::new(0),
+            rewrite_in_progress: AtomicBool::new(false),
+            rewrite_started_ms: AtomicU64::new(0),
+            last_rewrite_secs: AtomicI64::new(-1),
+            last_rewrite_ok: AtomicBool::new(true),
+            rewrites: AtomicU64::new(0),
+            rewrites_failed_in_a_row: AtomicU64::new(0),
+            last_write_ok: AtomicBool::new(true),
+        }
+    }
+
+    /// True when commands are being logged: dispatch only collects effects
+    /// then.
+    #[inline]
+    pub fn is_logging(&self) -> bool {
+        self.state.load(Ordering::Relaxed) == ON
+    }
+
+    /// True when `appendonly` is on (logging, or waiting for the base).
+    pub fn is_enabled(&self) -> bool {
+        self.state.load(Ordering::Relaxed) != OFF
+    }
+
+    /// The `appendfsync` policy in force.
+    pub fn fsync_policy(&self) -> Fsync {
+        match self.fsync.load(Ordering::Relaxed) {
+            x if x == Fsync::Always as u8 => Fsync::Always,
+            x if x == Fsync::No as u8 => Fsync::No,
+            _ => Fsync::EverySec,
+        }
+    }
+
+    /// Re-reads `appendfsync` (start-up, CONFIG SET).
+    pub fn refresh_policy(&self, server: &Server) {
+        let p = Fsync::parse(&server.config.appendfsync());
+        self.fsync.store(p as u8, Ordering::Relaxed);
+    }
+
+    /// Appends one execution unit's effects (a command, or a transaction)
+    /// to the log: wrapped in MULTI/EXEC when it has more than one, each
+    /// preceded by SELECT when its database differs from the last one.
+    /// Must be called with the unit's shard locks still held. Returns the
+    /// offset a reply must wait for under `appendfsync always` (0: none).
+    pub fn feed(&self, ops: &[Op]) -> u64 {
+        if ops.is_empty() || !self.is_logging() {
+            return 0;
+        }
+        let mut f = self.feed.lock();
+        if !self.is_logging() {
+            return 0;
+        }
+        let start = f.buf.len();
+        let wrap = ops.len() > 1;
+        if wrap {
+            select(&mut f, ops[0].0);
+            f.buf.extend_from_slice(b"*1\r\n$5\r\nMULTI\r\n");
+        }
+        for (db, cmd) in ops {
+            select(&mut f, *db);
+            f.buf.extend_from_slice(cmd);
+        }
+        if wrap {
+            f.buf.extend_from_slice(b"*1\r\n$4\r\nEXEC\r\n");
+        }
+        f.total += (f.buf.len() - start) as u64;
+        let total = f.total;
+        drop(f);
+        self.feed_cond.notify_one();
+        if self.fsync_policy() == Fsync::Always {
+            total
+        } else {
+            0
+        }
+    }
+
+    /// The offset up to which replies may be sent.
+    pub fn synced(&self) -> u64 {
+        self.synced.load(Ordering::SeqCst)
+    }
+
+    /// Under `appendfsync always`, the offset of everything fed so far (a
+    /// reply sent now must wait for it); 0 otherwise.
+    pub fn wait_offset_now(&self) -> u64 {
+        if self.is_logging() && self.fsync_policy() == Fsync::Always {
+            self.feed.lock().total
+        } else {
+            0
+        }
+    }
+
+    /// Worker `worker` holds replies until `synced` passes `offset`: true
+    /// if it must wait (it will be woken then), false if it already has.
+    pub fn must_wait(&self, worker: usize, offset: u64) -> bool {
+        if offset <= self.synced() {
+            return false;
+        }
+        self.waiting[worker].store(true, Ordering::SeqCst);
+        // Re-checked after announcing the wait, so a sync that raced with
+        // the announcement cannot be missed.
+        offset > self.synced()
+    }
+
+    /// Asks the background thread for a rewrite; false if one is running.
+    pub fn request_rewrite(&self) -> bool {
+        if self.rewrite_in_progress.load(Ordering::SeqCst) {
+            return false;
+        }
+        self.bg.lock().rewrite_requested = true;
+        self.bg_cond.notify_one();
+        true
+    }
+
+    /// True while a rewrite runs.
+    pub fn rewrite_in_progress(&self) -> bool {
+        self.rewrite_in_progress.load(Ordering::SeqCst)
+    }
+
+    /// INFO persistence's `aof_*` fields, in Redis's order.
+    pub fn info_fields(&self) -> Vec<(&'static str, String)> {
+        let now = vireo_store::clock::now_ms();
+        let running = self.rewrite_in_progress();
+        let current = if running {
+            ((now.saturating_sub(self.rewrite_started_ms.load(Ordering::Relaxed))) / 1000) as i64
+        } else {
+            -1
+        };
+        let ok = |b: bool| if b { "ok" } else { "err" }.to_string();
+        let scheduled = self.bg.lock().rewrite_requested && !running;
+        vec![
+            ("aof_enabled", u8::from(self.is_enabled()).to_string()),
+            ("aof_rewrite_in_progress", u8::from(running).to_string()),
+            ("aof_rewrite_scheduled", u8::from(scheduled).to_string()),
+            (
+                "aof_last_rewrite_time_sec",
+                self.last_rewrite_secs.load(Ordering::Relaxed).to_string(),
+            ),
+            ("aof_current_rewrite_time_sec", current.to_string()),
+            (
+                "aof_last_bgrewrite_status",
+                ok(self.last_rewrite_ok.load(Ordering::Relaxed)),
+            ),
+            (
+                "aof_rewrites",
+                self.rewrites.load(Ordering::Relaxed).to_string(),
+            ),
+            (
+                "aof_rewrites_consecutive_failures",
+                self.rewrites_failed_in_a_row
+                    .load(Ordering::Relaxed)
+                    .to_string(),
+            ),
+            (
+                "aof_last_write_status",
+                ok(self.last_write_ok.load(Ordering::Relaxed)),
+            ),
+            ("aof_last_cow_size", "0".into()),
+            ("module_fork_in_progress", "0".into()),
+            ("module_fork_last_cow_size", "0".into()),
+        ]
+    }
+
+    /// The extra fields INFO shows while the AOF is on, as Redis does.
+    pub fn info_sizes(&self) -> Vec<(&'static str, String)> {
+        if !self.is_enabled() {
+            return Vec::new();
+        }
+        let pending = self.feed.lock().buf.len();
+        vec![
+            (
+                "aof_current_size",
+                self.current_size.load(Ordering::Relaxed).to_string(),
+            ),
+            (
+                "aof_base_size",
+                self.base_size.load(Ordering::Relaxed).to_string(),
+            ),
+            ("aof_pending_rewrite", "0".into()),
+            ("aof_buffer_length", pending.to_string()),
+            ("aof_pending_bio_fsync", "0".into()),
+            ("aof_delayed_fsync", "0".into()),
+        ]
+    }
+}
+
+/// Appends SELECT when the log's selected database is not `db`.
+fn select(f: &mut Feed, db: usize) {
+    if f.selected_db != Some(db) {
+        let mut num = itoa::Buffer::new();
+        let db_s = num.format(db);
+        reader::encode(&mut f.buf, &[b"SELECT", db_s.as_bytes()]);
+        f.selected_db = Some(db);
+    }
+}
+
+/// The AOF directory.
+pub fn dir_path(server: &Server) -> PathBuf {
+    PathBuf::from(server.config.appenddirname())
+}
+
+/// Writes `manifest` atomically (temporary file, fsync, rename, fsync of
+/// the directory), as Redis's `persistAofManifest`.
+pub fn persist_manifest(server: &Server, manifest: &Manifest) -> std::io::Result<()> {
+    let dir = dir_path(server);
+    let name = format!("{}.manifest", server.config.appendfilename());
+    let tmp = dir.join(format!("temp-{name}"));
+    let mut f = File::create(&tmp)?;
+    f.write_all(manifest.format().as_bytes())?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, dir.join(&name))?;
+    fsync_dir(&dir)
+}
+
+/// Makes renames and creations in `dir` durable.
+fn fsync_dir(dir: &Path) -> std::io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// Opens `name` in the AOF directory for appending.
+fn open_append(server: &Server, name: &str) -> std::io::Result<File> {
+    OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir_path(server).join(name))
+}
+
+/// Total size of the base and incremental files of `m`.
+fn files_size(server: &Server, m: &Manifest) -> u64 {
+    let dir = dir_path(server);
+    m.load_order()
+        .filter_map(|f| std::fs::metadata(dir.join(&f.name)).ok())
+        .map(|md| md.len())
+        .sum()
+}
+
+/// Start-up with `appendonly yes`, after loading: creates the directory,
+/// a base file when there is none (from the data loaded so far), opens the
+/// last incremental file (or a new one) and persists the manifest, as
+/// Redis's `aofOpenIfNeededOnServerStart`. Err is fatal.
+pub fn open_at_start(server: &Server, loaded: Option<Manifest>) -> Result<(), String> {
+    let aof = &server.aof;
+    aof.refresh_policy(server);
+    let dir = dir_path(server);
+    std::fs::create_dir_all(&dir).map_err(|e| {
+        format!(
+            "Can't open or create append-only dir {}: {e}",
+            dir.display()
+        )
+    })?;
+    let mut m = loaded.unwrap_or_default();
+    let prefix = server.config.appendfilename();
+    if m.base.is_none() && m.incr.is_empty() {
+        let format = rewrite::base_format(server);
+        let name = m.new_base(&prefix, format == rewrite::BaseFormat::Rdb);
+        rewrite::write_base(server, &dir.join(&name), format, || {})
+            .map_err(|e| format!("Can't create the AOF base file {name}: {e}"))?;
+        tracing::info!("Creating AOF base file {name} on server start");
+    }
+    let (name, created) = match m.incr.last() {
+        Some(f) => (f.name.clone(), false),
+        None => (m.new_incr(&prefix), true),
+    };
+    let file = open_append(server, &name)
+        .map_err(|e| format!("Can't open the append-only file {name}: {e}"))?;
+    persist_manifest(server, &m).map_err(|e| format!("Can't persist the AOF manifest: {e}"))?;
+    if created {
+        tracing::info!("Creating AOF incr file {name} on server start");
+    } else {
+        tracing::info!("Opening AOF incr file {name} on server start");
+    }
+    let base = m
+        .base
+        .as_ref()
+        .and_then(|b| std::fs::metadata(dir.join(&b.name)).ok())
+        .map_or(0, |md| md.len());
+    aof.base_size.store(base, Ordering::Relaxed);
+    aof.current_size
+        .store(files_size(server, &m), Ordering::Relaxed);
+    *aof.manifest.lock() = Some(m);
+    *aof.file.lock() = Some(file);
+    aof.state.store(ON, Ordering::SeqCst);
+    Ok(())
+}
+
+/// CONFIG SET appendonly / appendfsync took effect: turn the AOF on (its
+/// base comes from a rewrite, as Redis's `startAppendOnly`) or off
+/// (pending bytes are written and synced first).
+pub fn config_changed(server: &Server) {
+    let aof = &server.aof;
+    aof.refresh_policy(server);
+    let want = server.config.appendonly();
+    let state = aof.state.load(Ordering::SeqCst);
+    if want && state == OFF {
+        if std::fs::create_dir_all(dir_path(server)).is_err() {
+            tracing::warn!("Can't create the append-only directory");
+        }
+        aof.state.store(WAIT_REWRITE, Ordering::SeqCst);
+        aof.request_rewrite();
+    } else if !want && state != OFF {
+        aof.state.store(OFF, Ordering::SeqCst);
+        let mut f = aof.feed.lock();
+        f.close = true;
+        f.selected_db = None;
+        drop(f);
+        aof.feed_cond.notify_one();
+    }
+}
+
+/// The writer thread: writes fed bytes to the current incremental file,
+/// switching files at a rewrite's cut, fsyncing per policy, and wakes the
+/// workers that hold replies for the fsync. Runs until shutdown; what is
+/// fed before then is written and synced.
+pub fn run_writer(server: Arc<Server>) {
+    let aof = &server.aof;
+    let mut last_fsync = Instant::now();
+    let mut dirty_since_fsync = false;
+    loop {
+        let (data, switch, total, close, stop) = {
+            let mut f = aof.feed.lock();
+            while f.buf.is_empty() && f.switch.is_none() && !f.close && !f.stop {
+                let wait = if dirty_since_fsync {
+                    Duration::from_secs(1).saturating_sub(last_fsync.elapsed())
+                } else {
+                    Duration::from_millis(100)
+                };
+                if wait.is_zero() {
+                    break;
+                }
+                aof.feed_cond.wait_for(&mut f, wait);
+            }
+            let data = std::mem::take(&mut f.buf);
+            let close = std::mem::take(&mut f.close);
+            (data, f.switch.take(), f.total, close, f.stop)
+        };
+        let mut file_slot = aof.file.lock();
+        let mut written = 0usize;
+        if let Some((at, new_file)) = switch {
+            write_out(aof, file_slot.as_mut(), &data[..at]);
+            if let Some(old) = file_slot.as_mut() {
+                let _ = old.sync_data();
+            }
+            *file_slot = Some(new_file);
+            written = at;
+        }
+        write_out(aof, file_slot.as_mut(), &data[written..]);
+        if !data.is_empty() {
+            dirty_since_fsync = true;
+            aof.current_size
+                .fetch_add(data.len() as u64, Ordering::Relaxed);
+        }
+        let policy = aof.fsync_policy();
+        let due = match policy {
+            Fsync::Always => dirty_since_fsync,
+            Fsync::EverySec => dirty_since_fsync && last_fsync.elapsed() >= Duration::from_secs(1),
+            Fsync::No => false,
+        };
+        if due || ((close || stop) && dirty_since_fsync) {
+            if let Some(f) = file_slot.as_mut() {
+                if let Err(e) = f.sync_data() {
+                    tracing::warn!("Fail to fsync the AOF file: {e}");
+                }
+            }
+            last_fsync = Instant::now();
+            dirty_since_fsync = false;
+        }
+        if close {
+            *file_slot = None;
+        }
+        drop(file_slot);
+        aof.synced.store(total, Ordering::SeqCst);
+        wake_waiting_workers(&server);
+        if stop && aof.feed.lock().buf.is_empty() {
+            return;
+        }
+    }
+}
+
+/// Ends the writer thread once everything fed is written and synced
+/// (shutdown, after the workers stopped).
+pub fn stop_writer(server: &Server) {
+    server.aof.feed.lock().stop = true;
+    server.aof.feed_cond.notify_one();
+}
+
+/// Writes `data` to the AOF file, retrying short writes; a failure is
+/// logged and shown by INFO (`aof_last_write_status`).
+fn write_out(aof: &Aof, file: Option<&mut File>, data: &[u8]) {
+    if data.is_empty() {
+        return;
+    }
+    let Some(file) = file else {
+        return;
+    };
+    match file.write_all(data) {
+        Ok(()) => aof.last_write_ok.store(true, Ordering::Relaxed),
+        Err(e) => {
+            if aof.last_write_ok.swap(false, Ordering::Relaxed) {
+                tracing::warn!("Error writing to the AOF file: {e}");
+            }
+        }
+    }
+}
+
+fn wake_waiting_workers(server: &Server) {
+    for (i, flag) in server.aof.waiting.iter().enumerate() {
+        if flag.swap(false, Ordering::SeqCst) {
+            server.notify(i, crate::worker::Msg::Wake);
+        }
+    }
+}
+
+/// The background thread: runs requested rewrites (BGREWRITEAOF, CONFIG
+/// SET appendonly yes) and the automatic ones `auto-aof-rewrite-*` asks
+/// for.
+pub fn run_background(server: Arc<Server>) {
+    let aof = &server.aof;
+    while !server.shutting_down.load(Ordering::Acquire) {
+        let requested = {
+            let mut bg = aof.bg.lock();
+            if !bg.rewrite_requested {
+                aof.bg_cond.wait_for(&mut bg, Duration::from_millis(100));
+            }
+            std::mem::take(&mut bg.rewrite_requested)
+        };
+        if server.shutting_down.load(Ordering::Acquire) {
+            return;
+        }
+        if requested || auto_rewrite_due(&server) {
+            rewrite::run(&server);
+        }
+    }
+}
+
+/// `auto-aof-rewrite-percentage`: the AOF grew by that many percent over
+/// its size after the last rewrite, and is at least the minimum size.
+fn auto_rewrite_due(server: &Server) -> bool {
+    let aof = &server.aof;
+    if !aof.is_logging() {
+        return false;
+    }
+    let (perc, min) = server.config.auto_aof_rewrite();
+    let current = aof.current_size.load(Ordering::Relaxed);
+    if perc == 0 || current < min {
+        return false;
+    }
+    let base = aof.base_size.load(Ordering::Relaxed).max(1);
+    let growth = (current.saturating_sub(base)) * 100 / base;
+    if growth >= perc {
+        tracing::info!("Starting automatic rewriting of AOF on {growth}% growth");
+        return true;
+    }
+    false
+}
+
+/// Redis's message for a file that is truncated mid-command, used by the
+/// loader and by `check-aof`.
+pub fn short_read_advice(file: &str) -> String {
+    format!(
+        "Unexpected end of file reading the append only file {file}. You can: \
+         1) Make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>. \
+         2) Alternatively you can set the 'aof-load-truncated' configuration option to yes and restart the server."
+    )
+}

@@ -1,0 +1,349 @@
+//! AOF rewrite (compaction): a new base file holding the data as commands,
+//! and a new incremental file that takes every command after the cut.
+//!
+//! The cut is a point-in-time snapshot ([`vireo_store::snapshot`]), taken
+//! with every shard locked: there the new incremental file is created and
+//! listed in the manifest, and the writer is told to switch to it at
+//! exactly the current feed position, so each command lands wholly before
+//! (old files) or after (new file) the cut. The base is written from the
+//! shards as they were at that same cut, while commands keep running; when
+//! it is complete and synced, the manifest names it and drops the files it
+//! replaces. No fork, and writers are never blocked for the whole rewrite.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use std::sync::atomic::Ordering;
+
+use std::sync::Arc;
+
+use vireo_resp::number::format_double;
+use vireo_store::keyspace::{Entry, Shard};
+use vireo_store::rdb;
+use vireo_store::snapshot::ShardVisitor;
+use vireo_store::value::Value;
+
+use super::manifest::Manifest;
+use super::reader::encode;
+use super::{dir_path, persist_manifest, Aof, ON, WAIT_REWRITE};
+use crate::server::Server;
+
+/// Items per command for collections, Redis's `AOF_REWRITE_ITEMS_PER_CMD`.
+const ITEMS_PER_CMD: usize = 64;
+
+/// Appends the commands that recreate `key` (value, then expiry) to `out`.
+pub fn write_entry(out: &mut Vec<u8>, key: &[u8], entry: &Entry) {
+    let mut num = itoa::Buffer::new();
+    match &entry.value {
+        Value::Str(s) => {
+            let mut scratch = itoa::Buffer::new();
+            encode(out, &[b"SET", key, s.as_bytes(&mut scratch)]);
+        }
+        Value::List(l) => batched(out, b"RPUSH", key, l.iter().map(|e| e.to_vec())),
+        Value::Set(s) => batched(
+            out,
+            b"SADD",
+            key,
+            s.iter()
+                .map(|m| m.as_bytes(&mut itoa::Buffer::new()).to_vec()),
+        ),
+        Value::Hash(h) => {
+            let mut it = h.iter().peekable();
+            while it.peek().is_some() {
+                let mut cmd: Vec<Vec<u8>> = vec![b"HMSET".to_vec(), key.to_vec()];
+                for (f, v) in it.by_ref().take(ITEMS_PER_CMD) {
+                    cmd.push(f.to_vec());
+                    cmd.push(v.to_vec());
+                }
+                encode(out, &cmd);
+            }
+        }
+        Value::ZSet(z) => {
+            let mut it = z.iter().peekable();
+            while it.peek().is_some() {
+                let mut cmd: Vec<Vec<u8>> = vec![b"ZADD".to_vec(), key.to_vec()];
+                for (m, score) in it.by_ref().take(ITEMS_PER_CMD) {
+                    cmd.push(format_double(score).into_bytes());
+                    cmd.push(m.to_vec());
+                }
+                encode(out, &cmd);
+            }
+        }
+    }
+    if let Some(at) = entry.expire_at() {
+        encode(out, &[b"PEXPIREAT", key, num.format(at).as_bytes()]);
+    }
+}
+
+/// `<cmd> key item…` commands of at most [`ITEMS_PER_CMD`] items each.
+fn batched(out: &mut Vec<u8>, cmd: &[u8], key: &[u8], items: impl Iterator<Item = Vec<u8>>) {
+    let mut items = items.peekable();
+    while items.peek().is_some() {
+        let mut c: Vec<Vec<u8>> = vec![cmd.to_vec(), key.to_vec()];
+        c.extend(items.by_ref().take(ITEMS_PER_CMD));
+        encode(out, &c);
+    }
+}
+
+/// Runs one rewrite (called on the AOF background thread), recording the
+/// outcome for INFO.
+pub fn run(server: &Server) {
+    let aof = &server.aof;
+    if server.keyspace.snapshot_in_progress() {
+        // A BGSAVE is running: the rewrite starts once it is done, as Redis
+        // schedules it.
+        aof.bg.lock().rewrite_requested = true;
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        return;
+    }
+    if aof.rewrite_in_progress.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    let now = vireo_store::clock::now_ms();
+    aof.rewrite_started_ms.store(now, Ordering::Relaxed);
+    let result = rewrite(server, aof);
+    let secs = (vireo_store::clock::now_ms().saturating_sub(now) / 1000) as i64;
+    aof.last_rewrite_secs.store(secs, Ordering::Relaxed);
+    match result {
+        Ok(()) => {
+            tracing::info!("Background AOF rewrite finished successfully");
+            aof.last_rewrite_ok.store(true, Ordering::Relaxed);
+            aof.rewrites.fetch_add(1, Ordering::Relaxed);
+            aof.rewrites_failed_in_a_row.store(0, Ordering::Relaxed);
+        }
+        Err(e) => {
+            tracing::warn!("Background AOF rewrite failed: {e}");
+            aof.last_rewrite_ok.store(false, Ordering::Relaxed);
+            aof.rewrites_failed_in_a_row.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    aof.rewrite_in_progress.store(false, Ordering::SeqCst);
+}
+
+/// The base file's format.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum BaseFormat {
+    /// Commands (`.base.aof`, `aof-use-rdb-preamble no`).
+    Commands,
+    /// An RDB image (`.base.rdb`), Redis 7.0's default.
+    Rdb,
+}
+
+/// The snapshot visitor of a base file: serializes each shard, as it was
+/// at the cut, and hands the buffer to the thread writing the file. Keys
+/// already expired at the cut are left out, as Redis's rewrite does.
+struct BaseChunks {
+    tx: crossbeam_channel::Sender<Vec<u8>>,
+    now_ms: u64,
+    format: BaseFormat,
+}
+
+impl ShardVisitor for BaseChunks {
+    fn visit(&self, _index: usize, shard: &Shard) {
+        let mut buf = Vec::new();
+        let opts = rdb::EncodeOptions::default();
+        for db in 0..shard.databases() {
+            let mut selected = false;
+            for (key, entry) in shard.entries(db) {
+                if entry.expire_at().is_some_and(|at| at < self.now_ms) {
+                    continue;
+                }
+                if !selected {
+                    match self.format {
+                        BaseFormat::Commands => encode(
+                            &mut buf,
+                            &[b"SELECT", itoa::Buffer::new().format(db).as_bytes()],
+                        ),
+                        BaseFormat::Rdb => rdb::write_select_db(&mut buf, db),
+                    }
+                    selected = true;
+                }
+                match self.format {
+                    BaseFormat::Commands => write_entry(&mut buf, key, entry),
+                    BaseFormat::Rdb => rdb::write_entry(&mut buf, key, entry, self.now_ms, &opts),
+                }
+            }
+        }
+        // The receiver outlives every visit (it waits for all shards).
+        let _ = self.tx.send(buf);
+    }
+}
+
+/// Writes a base file of the data at a point-in-time cut to `path`
+/// (synced), running `at_cut` at the cut with every shard locked. Commands
+/// keep running meanwhile; shards are serialized by whoever touches them
+/// first, the rest by this thread. Returns the file's size.
+pub fn write_base(
+    server: &Server,
+    path: &Path,
+    format: BaseFormat,
+    at_cut: impl FnOnce(),
+) -> std::io::Result<u64> {
+    let ks = &server.keyspace;
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let now_ms = vireo_store::clock::now_ms();
+    let visitor = Arc::new(BaseChunks { tx, now_ms, format });
+    if ks.begin_snapshot(visitor, at_cut).is_err() {
+        return Err(std::io::Error::other(
+            "another snapshot is in progress; the rewrite is scheduled",
+        ));
+    }
+    std::thread::scope(|s| {
+        let writer = s.spawn(|| -> std::io::Result<u64> {
+            let mut w = BufWriter::with_capacity(1 << 20, File::create(path)?);
+            let mut size = 0;
+            let mut crc = 0;
+            let mut put = |w: &mut BufWriter<File>, bytes: &[u8]| -> std::io::Result<()> {
+                if format == BaseFormat::Rdb {
+                    crc = rdb::crc64(crc, bytes);
+                }
+                size += bytes.len() as u64;
+                w.write_all(bytes)
+            };
+            if format == BaseFormat::Rdb {
+                let mut head = Vec::new();
+                rdb::write_header(&mut head);
+                let ctime = (now_ms / 1000).to_string();
+                for (k, v) in [
+                    (&b"redis-ver"[..], crate::server::REDIS_VERSION.as_bytes()),
+                    (b"redis-bits", b"64"),
+                    (b"ctime", ctime.as_bytes()),
+                    (b"aof-base", b"1"),
+                ] {
+                    rdb::write_aux(&mut head, k, v);
+                }
+                put(&mut w, &head)?;
+            }
+            for buf in rx.iter().take(ks.shard_count()) {
+                put(&mut w, &buf)?;
+            }
+            if format == BaseFormat::Rdb {
+                let mut tail = Vec::new();
+                rdb::write_eof(&mut tail);
+                put(&mut w, &tail)?;
+                let sum = crc.to_le_bytes();
+                size += 8;
+                w.write_all(&sum)?;
+            }
+            let f = w.into_inner().map_err(|e| e.into_error())?;
+            f.sync_all()?;
+            Ok(size)
+        });
+        ks.drive_snapshot();
+        writer
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("base writer panicked")))
+    })
+}
+
+/// The base format `aof-use-rdb-preamble` asks for.
+pub fn base_format(server: &Server) -> BaseFormat {
+    if server.config.aof_use_rdb_preamble() {
+        BaseFormat::Rdb
+    } else {
+        BaseFormat::Commands
+    }
+}
+
+/// The cut: runs while every shard is locked. Lists a new incremental file
+/// in the manifest and tells the writer to switch to it at the current
+/// feed position; with the AOF off (a BGREWRITEAOF anyway) only a base is
+/// made.
+fn at_cut(server: &Server, m: &mut Manifest, prefix: &str) -> std::io::Result<bool> {
+    let aof = &server.aof;
+    if !aof.is_enabled() {
+        return Ok(false);
+    }
+    let dir = dir_path(server);
+    let incr = m.new_incr(prefix);
+    let file = File::options()
+        .create(true)
+        .append(true)
+        .open(dir.join(&incr))?;
+    persist_manifest(server, m)?;
+    tracing::info!("Creating AOF incr file {incr} on background rewrite");
+    let mut f = aof.feed.lock();
+    let at = f.buf.len();
+    f.switch = Some((at, file));
+    f.selected_db = None;
+    let _ = aof
+        .state
+        .compare_exchange(WAIT_REWRITE, ON, Ordering::SeqCst, Ordering::SeqCst);
+    drop(f);
+    *aof.manifest.lock() = Some(m.clone());
+    Ok(true)
+}
+
+fn rewrite(server: &Server, aof: &Aof) -> std::io::Result<()> {
+    let dir = dir_path(server);
+    std::fs::create_dir_all(&dir)?;
+    let prefix = server.config.appendfilename();
+    let tmp = dir.join(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
+    let mut m = aof.manifest.lock().clone().unwrap_or_default();
+    let format = base_format(server);
+    let mut cut = None;
+    let written = write_base(server, &tmp, format, || {
+        cut = Some(at_cut(server, &mut m, &prefix))
+    });
+    let logging = cut.unwrap_or(Ok(false))?;
+    let base_len = written?;
+    let base = m.new_base(&prefix, format == BaseFormat::Rdb);
+    m.retire_incr(logging);
+    std::fs::rename(&tmp, dir.join(&base))?;
+    persist_manifest(server, &m)?;
+    for old in std::mem::take(&mut m.history) {
+        tracing::info!("Removing the history file {} in the background", old.name);
+        let _ = std::fs::remove_file(dir.join(&old.name));
+    }
+    persist_manifest(server, &m)?;
+    let incr_len = m
+        .incr
+        .last()
+        .and_then(|f| std::fs::metadata(dir.join(&f.name)).ok())
+        .map_or(0, |md| md.len());
+    // Growth for the next automatic rewrite counts from here, the commands
+    // logged during this one included (Redis's `aof_rewrite_base_size`).
+    aof.current_size
+        .store(base_len + incr_len, Ordering::Relaxed);
+    aof.base_size.store(base_len + incr_len, Ordering::Relaxed);
+    *aof.manifest.lock() = Some(m);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::aof::reader::CommandReader;
+    use vireo_store::value::StrValue;
+
+    #[test]
+    fn entries_become_commands_in_batches_with_absolute_expiry() {
+        let mut out = Vec::new();
+        let e = Entry::new(Value::Str(StrValue::from_bytes(b"12"))).with_expire(Some(1234));
+        write_entry(&mut out, b"k", &e);
+        let mut r = CommandReader::new(&out[..], 0);
+        assert_eq!(
+            r.next_command().unwrap().unwrap(),
+            vec![b"SET".to_vec(), b"k".to_vec(), b"12".to_vec()]
+        );
+        assert_eq!(
+            r.next_command().unwrap().unwrap(),
+            vec![b"PEXPIREAT".to_vec(), b"k".to_vec(), b"1234".to_vec()]
+        );
+        assert_eq!(r.next_command().unwrap(), None);
+
+        let mut out = Vec::new();
+        let items: Vec<Vec<u8>> = (0..130).map(|i| format!("e{i}").into_bytes()).collect();
+        batched(&mut out, b"RPUSH", b"l", items.clone().into_iter());
+        let mut r = CommandReader::new(&out[..], 0);
+        let mut seen = Vec::new();
+        let mut sizes = Vec::new();
+        while let Some(c) = r.next_command().unwrap() {
+            assert_eq!(&c[..2], &[b"RPUSH".to_vec(), b"l".to_vec()]);
+            sizes.push(c.len() - 2);
+            seen.extend(c.into_iter().skip(2));
+        }
+        assert_eq!(sizes, [64, 64, 2]);
+        assert_eq!(seen, items);
+    }
+}
