@@ -1,0 +1,244 @@
+#!/usr/bin/env python3
+"""Issue 5's persistence figures, Vireo against Debian's redis-server.
+
+1. AOF: SET throughput with appendonly off, appendfsync everysec and
+   appendfsync always, for both servers, alternating rounds; medians.
+2. A dataset of N keys (default 10M) made by redis-server's DEBUG POPULATE
+   and saved; both servers start on a copy of that file: start-up load time
+   (until PING stops answering -LOADING).
+3. BGSAVE of that dataset while a redis-benchmark SET load runs: the save's
+   duration, peak RSS over the RSS before (for Redis, parent plus fork
+   child, which is what the machine pays), and write throughput during the
+   save against the throughput just before it (from INFO's command count).
+
+Usage: bench/persistence.py [--keys N] [--rounds R] [--vireo PATH]
+Prints Markdown tables.
+"""
+
+import argparse
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import tempfile
+import time
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def cli(port, *args):
+    out = subprocess.run(["redis-cli", "-p", str(port), *args],
+                         capture_output=True, text=True, timeout=600)
+    return out.stdout.strip()
+
+
+def info(port, section="everything"):
+    fields = {}
+    for line in cli(port, "INFO", section).splitlines():
+        if ":" in line:
+            k, v = line.split(":", 1)
+            fields[k] = v
+    return fields
+
+
+def rss_kib(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except FileNotFoundError:
+        pass
+    return 0
+
+
+def private_kib(pid):
+    """Memory a process does not share (a fork child's copied pages)."""
+    total = 0
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith(("Private_Clean:", "Private_Dirty:")):
+                    total += int(line.split()[1])
+    except FileNotFoundError:
+        pass
+    return total
+
+
+def children(pid):
+    try:
+        out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True)
+        return [int(p) for p in out.stdout.split()]
+    except (OSError, ValueError):
+        return []
+
+
+class ServerProc:
+    """A server process in its own directory."""
+
+    def __init__(self, kind, vireo, workdir, extra):
+        self.kind = kind
+        self.port = free_port()
+        self.dir = workdir
+        if kind == "vireo":
+            cmd = [vireo, "--port", str(self.port), "--bind", "127.0.0.1",
+                   "--dir", workdir, "--save", ""]
+        else:
+            cmd = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
+                   "--dir", workdir, "--save", "", "--appendonly", "no",
+                   "--enable-debug-command", "yes"]
+        self.started = time.monotonic()
+        self.proc = subprocess.Popen(cmd + extra, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+
+    def wait_ready(self):
+        while True:
+            try:
+                reply = cli(self.port, "PING")
+            except subprocess.TimeoutExpired:
+                reply = ""
+            if reply == "PONG":
+                return time.monotonic() - self.started
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.kind} exited")
+            time.sleep(0.02)
+
+    def stop(self):
+        cli(self.port, "SHUTDOWN", "NOSAVE")
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def benchmark_set(port, n, keyspace):
+    out = subprocess.run(
+        ["redis-benchmark", "-p", str(port), "-t", "set", "-n", str(n), "-c", "50",
+         "-P", "16", "-d", "64", "-r", str(keyspace), "-q"],
+        capture_output=True, text=True)
+    for part in out.stdout.replace("\r", "\n").splitlines():
+        if "requests per second" in part:
+            return float(part.split(":")[1].split()[0].replace(",", ""))
+    raise RuntimeError(out.stdout + out.stderr)
+
+
+def aof_table(vireo, rounds, n):
+    modes = [("off", ["--appendonly", "no"]),
+             ("everysec", ["--appendonly", "yes", "--appendfsync", "everysec"]),
+             ("always", ["--appendonly", "yes", "--appendfsync", "always"])]
+    results = {}
+    for name, extra in modes:
+        for kind in ("vireo", "redis"):
+            results[(name, kind)] = []
+    for _ in range(rounds):
+        for name, extra in modes:
+            for kind in ("vireo", "redis"):
+                d = tempfile.mkdtemp(prefix="vireo-persist-")
+                s = ServerProc(kind, vireo, d, extra)
+                s.wait_ready()
+                results[(name, kind)].append(benchmark_set(s.port, n, 100000))
+                s.stop()
+                shutil.rmtree(d, ignore_errors=True)
+    print("| appendfsync | Vireo SET/s | Redis SET/s | Vireo/Redis | Vireo vs its own 'off' |")
+    print("|---|---|---|---|---|")
+    off = statistics.median(results[("off", "vireo")])
+    for name, _ in modes:
+        v = statistics.median(results[(name, "vireo")])
+        r = statistics.median(results[(name, "redis")])
+        print(f"| {name} | {v:,.0f} | {r:,.0f} | {v / r:.2f} | {v / off:.2f} |")
+
+
+def make_dataset(keys, vireo):
+    d = tempfile.mkdtemp(prefix="vireo-dataset-")
+    s = ServerProc("redis", vireo, d, [])
+    s.wait_ready()
+    cli(s.port, "DEBUG", "POPULATE", str(keys))
+    cli(s.port, "SAVE")
+    s.stop()
+    return os.path.join(d, "dump.rdb")
+
+
+def load_and_bgsave(kind, vireo, dump, keys):
+    d = tempfile.mkdtemp(prefix=f"vireo-bgsave-{kind}-")
+    shutil.copy(dump, os.path.join(d, "dump.rdb"))
+    s = ServerProc(kind, vireo, d, [])
+    load_s = s.wait_ready()
+    assert int(cli(s.port, "DBSIZE")) == keys
+    load = subprocess.Popen(
+        ["redis-benchmark", "-p", str(s.port), "-t", "set", "-n", "100000000", "-c", "50",
+         "-P", "16", "-d", "16", "-r", str(keys), "-q"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(3)
+    rss_before = rss_kib(s.proc.pid)
+    c0, t0 = int(info(s.port, "stats")["total_commands_processed"]), time.monotonic()
+    time.sleep(3)
+    c1, t1 = int(info(s.port, "stats")["total_commands_processed"]), time.monotonic()
+    normal = (c1 - c0) / (t1 - t0)
+    cli(s.port, "BGSAVE")
+    start = time.monotonic()
+    peak = rss_before
+    while True:
+        total = rss_kib(s.proc.pid) + sum(private_kib(c) for c in children(s.proc.pid))
+        peak = max(peak, total)
+        if info(s.port, "persistence").get("rdb_bgsave_in_progress") == "0":
+            break
+        time.sleep(0.05)
+    took = time.monotonic() - start
+    c2, t2 = int(info(s.port, "stats")["total_commands_processed"]), time.monotonic()
+    during = (c2 - c1) / (t2 - t1)
+    status = info(s.port, "persistence")["rdb_last_bgsave_status"]
+    load.kill()
+    load.wait()
+    s.stop()
+    shutil.rmtree(d, ignore_errors=True)
+    return {
+        "load_s": load_s, "bgsave_s": took, "rss_before_mb": rss_before / 1024,
+        "peak_extra_pct": 100.0 * (peak - rss_before) / rss_before,
+        "normal": normal, "during": during, "status": status,
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--keys", type=int, default=10_000_000)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--requests", type=int, default=300_000)
+    ap.add_argument("--vireo", default="target/release/vireo")
+    ap.add_argument("--skip-aof", action="store_true")
+    args = ap.parse_args()
+    if not args.skip_aof:
+        aof_table(args.vireo, args.rounds, args.requests)
+        print()
+    dump = make_dataset(args.keys, args.vireo)
+    rows = {kind: [load_and_bgsave(kind, args.vireo, dump, args.keys)
+                   for _ in range(args.rounds)] for kind in ("vireo", "redis")}
+    shutil.rmtree(os.path.dirname(dump), ignore_errors=True)
+    med = lambda kind, f: statistics.median(r[f] for r in rows[kind])
+    print(f"{args.keys:,} keys (DEBUG POPULATE), medians of {args.rounds} runs:")
+    print()
+    print("| figure | Vireo | Redis |")
+    print("|---|---|---|")
+    print(f"| start-up load of the dump (s) | {med('vireo', 'load_s'):.2f} | {med('redis', 'load_s'):.2f} |")
+    print(f"| RSS before BGSAVE (MB) | {med('vireo', 'rss_before_mb'):,.0f} | {med('redis', 'rss_before_mb'):,.0f} |")
+    print(f"| BGSAVE duration under SET load (s) | {med('vireo', 'bgsave_s'):.2f} | {med('redis', 'bgsave_s'):.2f} |")
+    print(f"| peak RSS during BGSAVE over before (%) | {med('vireo', 'peak_extra_pct'):.1f} | {med('redis', 'peak_extra_pct'):.1f} |")
+    print(f"| SET/s before BGSAVE | {med('vireo', 'normal'):,.0f} | {med('redis', 'normal'):,.0f} |")
+    print(f"| SET/s during BGSAVE | {med('vireo', 'during'):,.0f} | {med('redis', 'during'):,.0f} |")
+    v = med('vireo', 'during') / med('vireo', 'normal')
+    r = med('redis', 'during') / med('redis', 'normal')
+    print(f"| during / before | {v:.2f} | {r:.2f} |")
+    statuses = {kind: {x['status'] for x in rows[kind]} for kind in rows}
+    print()
+    print(f"bgsave status: {statuses}")
+
+
+if __name__ == "__main__":
+    main()
