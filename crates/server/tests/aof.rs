@@ -807,3 +807,18 @@ fn info_persistence_shows_redis_aof_fields_with_the_aof_on() {
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&rdir);
 }
+
+#[test]
+fn loading_ignores_maxmemory_as_redis_does() {
+    let dir = temp_dir("maxmem");
+    let srv = start_aof(&dir, &["--aof-use-rdb-preamble", "no"]);
+    let mut con = srv.conn();
+    write_dataset(&mut con);
+    let before = dump_all(&mut con);
+    shutdown(srv);
+    // Far below what the data needs: replayed writes are not refused.
+    let srv = start_aof(&dir, &["--maxmemory", "1mb"]);
+    let mut con = srv.conn();
+    assert_eq!(dump_all(&mut con), before);
+    let _ = std::fs::remove_dir_all(&dir);
+}

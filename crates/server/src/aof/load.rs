@@ -98,7 +98,9 @@ fn fake_session() -> Session {
         0,
         false,
     ));
-    Session::new(shared, true)
+    let mut session = Session::new(shared, true);
+    session.replaying = true;
+    session
 }
 
 /// Loads the RDB image at the start of `path` into the keyspace; returns
