@@ -822,3 +822,24 @@ fn loading_ignores_maxmemory_as_redis_does() {
     assert_eq!(dump_all(&mut con), before);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn keys_removed_by_active_expiry_are_logged_as_deletions() {
+    let dir = temp_dir("active-expire");
+    let srv = start_aof(&dir, &["--appendfsync", "always"]);
+    let mut con = srv.conn();
+    q(&mut con, &["SET", "short", "v", "PX", "30"]).unwrap();
+    // DBSIZE counts keys not yet reclaimed: 0 once the cycle removed it.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while q(&mut con, &["DBSIZE"]).unwrap() != Value::Int(0) {
+        assert!(Instant::now() < deadline, "active expiry did not run");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    q(&mut con, &["SET", "sync", "1"]).unwrap();
+    let text = aof_text(&dir);
+    assert!(
+        text.contains("*2\r\n$3\r\nDEL\r\n$5\r\nshort\r\n"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
