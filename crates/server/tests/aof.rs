@@ -843,3 +843,43 @@ fn keys_removed_by_active_expiry_are_logged_as_deletions() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_single_file_aof_of_redis_6_is_migrated_into_the_directory() {
+    let dir = temp_dir("upgrade");
+    let mut old = Vec::new();
+    for c in [
+        &["SELECT", "0"][..],
+        &["SET", "old", "style"],
+        &["RPUSH", "l", "a", "b"],
+    ] {
+        old.extend_from_slice(format!("*{}\r\n", c.len()).as_bytes());
+        for a in c {
+            old.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
+        }
+    }
+    std::fs::write(dir.join("appendonly.aof"), &old).unwrap();
+    let srv = start_aof(&dir, &[]);
+    let mut con = srv.conn();
+    assert_eq!(
+        q(&mut con, &["GET", "old"]).unwrap(),
+        Value::BulkString(b"style".to_vec())
+    );
+    assert_eq!(q(&mut con, &["LLEN", "l"]).unwrap(), Value::Int(2));
+    q(&mut con, &["SET", "new", "1"]).unwrap();
+    shutdown(srv);
+    assert!(!dir.join("appendonly.aof").exists());
+    let manifest =
+        std::fs::read_to_string(dir.join("appendonlydir/appendonly.aof.manifest")).unwrap();
+    assert_eq!(
+        manifest,
+        "file appendonly.aof seq 1 type b\nfile appendonly.aof.1.incr.aof seq 1 type i\n"
+    );
+    let srv = start_aof(&dir, &[]);
+    let mut con = srv.conn();
+    assert_eq!(
+        q(&mut con, &["EXISTS", "old", "l", "new"]).unwrap(),
+        Value::Int(3)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
