@@ -9,17 +9,6 @@ use std::time::{Duration, Instant};
 use crate::alloc;
 use crate::server::Server;
 
-/// Logs a key deleted by active expiry to the AOF (as DEL, or UNLINK with
-/// `lazyfree-lazy-expire`), while its shard is still locked.
-fn log_expired(server: &Server, db: usize, key: &[u8], lazy: bool) {
-    if server.aof.is_logging() {
-        let name: &[u8] = if lazy { b"UNLINK" } else { b"DEL" };
-        let mut bytes = Vec::new();
-        crate::aof::reader::encode(&mut bytes, &[name, key]);
-        server.aof.feed(&[(db, bytes)]);
-    }
-}
-
 /// Runs until shutdown, `hz` times a second.
 pub fn run(server: Arc<Server>) {
     while !server.shutting_down.load(Ordering::Acquire) {
@@ -37,7 +26,7 @@ pub fn run(server: Arc<Server>) {
             server
                 .keyspace
                 .active_expire_cycle(period / 4, &mut |db, key| {
-                    log_expired(&server, db, key, lazy)
+                    crate::aof::log_deletion(&server, db, key, lazy)
                 });
             let threshold = server
                 .config

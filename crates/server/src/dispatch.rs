@@ -47,7 +47,14 @@ pub fn run(server: &Server, session: &mut Session, out: &mut ReplyBuf, args: Arg
         );
         return Outcome::Done;
     }
-    if let Some(msg) = oom_rejection(server, session, cmd) {
+    // Replaying the AOF recreates data that fitted: no memory limit then,
+    // as Redis ignores maxmemory while loading.
+    let oom = if session.replaying {
+        None
+    } else {
+        oom_rejection(server, session, cmd)
+    };
+    if let Some(msg) = oom {
         if spec.name == "exec" {
             // Redis's execCommandAbort: the whole transaction is dropped.
             crate::cmd::multi::discard_transaction(server, session);
@@ -87,12 +94,13 @@ pub fn run(server: &Server, session: &mut Session, out: &mut ReplyBuf, args: Arg
         }
         return Outcome::Done;
     }
-    if is_paused_for(server, session, cmd) {
+    if !session.replaying && is_paused_for(server, session, cmd) {
         return Outcome::Postponed;
     }
     let mut keys = lock_for(server, session, cmd, args);
     // CLIENT NO-TOUCH: this client's lookups leave access times alone.
     keys.set_no_touch(session.no_touch);
+    let replaying = session.replaying;
     let mut ctx = Ctx {
         server,
         db: session.db,
@@ -101,7 +109,8 @@ pub fn run(server: &Server, session: &mut Session, out: &mut ReplyBuf, args: Arg
         keys,
         dirty: 0,
         ready: Vec::new(),
-        deny_blocking: false,
+        // The AOF's fake client never waits (Redis asserts it cannot).
+        deny_blocking: replaying,
         effects: None,
         unit: Vec::new(),
     };

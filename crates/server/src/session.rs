@@ -71,6 +71,9 @@ pub struct Session {
     /// AOF offset that must be durable before this client's pending
     /// replies are sent (`appendfsync always`; 0: none).
     pub aof_wait: u64,
+    /// The fake client replaying the AOF at start-up: not subject to
+    /// `maxmemory` or CLIENT PAUSE, and never blocks.
+    pub replaying: bool,
 }
 
 impl Session {
@@ -93,6 +96,7 @@ impl Session {
             obuf_soft_since: None,
             shared,
             aof_wait: 0,
+            replaying: false,
         }
     }
 

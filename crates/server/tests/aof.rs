@@ -807,3 +807,79 @@ fn info_persistence_shows_redis_aof_fields_with_the_aof_on() {
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&rdir);
 }
+
+#[test]
+fn loading_ignores_maxmemory_as_redis_does() {
+    let dir = temp_dir("maxmem");
+    let srv = start_aof(&dir, &["--aof-use-rdb-preamble", "no"]);
+    let mut con = srv.conn();
+    write_dataset(&mut con);
+    let before = dump_all(&mut con);
+    shutdown(srv);
+    // Far below what the data needs: replayed writes are not refused.
+    let srv = start_aof(&dir, &["--maxmemory", "1mb"]);
+    let mut con = srv.conn();
+    assert_eq!(dump_all(&mut con), before);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn keys_removed_by_active_expiry_are_logged_as_deletions() {
+    let dir = temp_dir("active-expire");
+    let srv = start_aof(&dir, &["--appendfsync", "always"]);
+    let mut con = srv.conn();
+    q(&mut con, &["SET", "short", "v", "PX", "30"]).unwrap();
+    // DBSIZE counts keys not yet reclaimed: 0 once the cycle removed it.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while q(&mut con, &["DBSIZE"]).unwrap() != Value::Int(0) {
+        assert!(Instant::now() < deadline, "active expiry did not run");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    q(&mut con, &["SET", "sync", "1"]).unwrap();
+    let text = aof_text(&dir);
+    assert!(
+        text.contains("*2\r\n$3\r\nDEL\r\n$5\r\nshort\r\n"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_single_file_aof_of_redis_6_is_migrated_into_the_directory() {
+    let dir = temp_dir("upgrade");
+    let mut old = Vec::new();
+    for c in [
+        &["SELECT", "0"][..],
+        &["SET", "old", "style"],
+        &["RPUSH", "l", "a", "b"],
+    ] {
+        old.extend_from_slice(format!("*{}\r\n", c.len()).as_bytes());
+        for a in c {
+            old.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
+        }
+    }
+    std::fs::write(dir.join("appendonly.aof"), &old).unwrap();
+    let srv = start_aof(&dir, &[]);
+    let mut con = srv.conn();
+    assert_eq!(
+        q(&mut con, &["GET", "old"]).unwrap(),
+        Value::BulkString(b"style".to_vec())
+    );
+    assert_eq!(q(&mut con, &["LLEN", "l"]).unwrap(), Value::Int(2));
+    q(&mut con, &["SET", "new", "1"]).unwrap();
+    shutdown(srv);
+    assert!(!dir.join("appendonly.aof").exists());
+    let manifest =
+        std::fs::read_to_string(dir.join("appendonlydir/appendonly.aof.manifest")).unwrap();
+    assert_eq!(
+        manifest,
+        "file appendonly.aof seq 1 type b\nfile appendonly.aof.1.incr.aof seq 1 type i\n"
+    );
+    let srv = start_aof(&dir, &[]);
+    let mut con = srv.conn();
+    assert_eq!(
+        q(&mut con, &["EXISTS", "old", "l", "new"]).unwrap(),
+        Value::Int(3)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

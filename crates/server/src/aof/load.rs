@@ -39,17 +39,21 @@ pub fn load_at_start(server: &Server) -> Result<Option<Manifest>, String> {
     let dir = dir_path(server);
     let name = format!("{}.manifest", server.config.appendfilename());
     let path = dir.join(&name);
-    if !path.exists() {
-        return Ok(None);
-    }
-    let text = std::fs::read(&path).map_err(|e| {
-        fatal(format!(
-            "Fatal error: can't open the AOF manifest file {} for reading: {e}",
-            path.display()
-        ))
-    })?;
-    let manifest = Manifest::parse(&text)
-        .map_err(|e| fatal(format!("*** FATAL AOF MANIFEST FILE ERROR *** {e}")))?;
+    let manifest = if path.exists() {
+        let text = std::fs::read(&path).map_err(|e| {
+            fatal(format!(
+                "Fatal error: can't open the AOF manifest file {} for reading: {e}",
+                path.display()
+            ))
+        })?;
+        Manifest::parse(&text)
+            .map_err(|e| fatal(format!("*** FATAL AOF MANIFEST FILE ERROR *** {e}")))?
+    } else {
+        match upgrade_single_file(server)? {
+            Some(m) => m,
+            None => return Ok(None),
+        }
+    };
     let files: Vec<String> = manifest.load_order().map(|f| f.name.clone()).collect();
     for name in &files {
         if !dir.join(name).exists() {
@@ -81,6 +85,43 @@ pub fn load_at_start(server: &Server) -> Result<Option<Manifest>, String> {
     Ok(Some(manifest))
 }
 
+/// A Redis 6 style single AOF file (`appendfilename` in `dir`, no
+/// manifest) becomes the base of a multi-part set: listed in a new
+/// manifest, then moved into the AOF directory, as Redis 7.0's
+/// `aofUpgradePrepare` does. None when there is no such file.
+fn upgrade_single_file(server: &Server) -> Result<Option<Manifest>, String> {
+    let name = server.config.appendfilename();
+    let old = std::path::PathBuf::from(&name);
+    if !old.is_file() {
+        return Ok(None);
+    }
+    let dir = dir_path(server);
+    std::fs::create_dir_all(&dir).map_err(|e| {
+        fatal(format!(
+            "Can't open or create append-only dir {}: {e}",
+            dir.display()
+        ))
+    })?;
+    let manifest = Manifest {
+        base: Some(super::manifest::AofFile {
+            name: name.clone(),
+            seq: 1,
+            kind: super::manifest::Kind::Base,
+        }),
+        base_seq: 1,
+        ..Manifest::default()
+    };
+    super::persist_manifest(server, &manifest)
+        .map_err(|e| fatal(format!("Can't persist the AOF manifest: {e}")))?;
+    std::fs::rename(&old, dir.join(&name))
+        .map_err(|e| fatal(format!("Error trying to move the old AOF file {name}: {e}")))?;
+    tracing::info!(
+        "Successfully migrated an old-style AOF file ({name}) into the AOF directory ({}).",
+        dir.display()
+    );
+    Ok(Some(manifest))
+}
+
 fn fatal(msg: String) -> String {
     tracing::error!("{msg}");
     msg
@@ -97,7 +138,9 @@ fn fake_session() -> Session {
         0,
         false,
     ));
-    Session::new(shared, true)
+    let mut session = Session::new(shared, true);
+    session.replaying = true;
+    session
 }
 
 /// Loads the RDB image at the start of `path` into the keyspace; returns

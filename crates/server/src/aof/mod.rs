@@ -323,6 +323,19 @@ impl Aof {
     }
 }
 
+/// Logs a key the server deleted by itself (active expiry, eviction) as
+/// DEL, or UNLINK when `lazy`, as Redis's `propagateDeletion`. Must be
+/// called while the key's shard is still locked, so the deletion takes its
+/// place among the commands on that key.
+pub fn log_deletion(server: &Server, db: usize, key: &[u8], lazy: bool) {
+    if server.aof.is_logging() {
+        let name: &[u8] = if lazy { b"UNLINK" } else { b"DEL" };
+        let mut bytes = Vec::new();
+        reader::encode(&mut bytes, &[name, key]);
+        server.aof.feed(&[(db, bytes)]);
+    }
+}
+
 /// Appends SELECT when the log's selected database is not `db`.
 fn select(f: &mut Feed, db: usize) {
     if f.selected_db != Some(db) {
