@@ -91,7 +91,9 @@ pub fn decompress(input: &[u8], out_len: usize) -> Option<Vec<u8>> {
     if out_len > input.len().saturating_mul(MAX_EXPANSION) {
         return None;
     }
-    let mut out = Vec::with_capacity(out_len);
+    // Grow with the output actually produced: a lying length must not
+    // cost its allocation up front.
+    let mut out = Vec::with_capacity(out_len.min(1 << 20));
     let mut i = 0;
     while i < input.len() {
         let ctrl = usize::from(input[i]);
