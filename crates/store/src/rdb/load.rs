@@ -581,11 +581,21 @@ fn read_value<R: Read>(src: &mut Src<R>, ty: u8, o: &LoadOptions) -> Res<Option<
         }
         rtype::HASH => {
             let n = src.count()?;
+            // Too many fields for a listpack: a hashtable from the start
+            // (a limit of 0 converts at the first field), as Redis does.
+            let limits = if n > o.hash.max_entries {
+                HashLimits {
+                    max_entries: 0,
+                    ..o.hash
+                }
+            } else {
+                o.hash
+            };
             let mut h = Hash::new();
             for _ in 0..n {
                 let f = src.string()?;
                 let v = src.string()?;
-                if !h.set(&f, &v, o.hash) {
+                if !h.set(&f, &v, limits) {
                     return corrupt("duplicate hash fields detected");
                 }
             }
