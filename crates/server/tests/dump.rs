@@ -588,3 +588,34 @@ fn redis_loads_files_the_encoder_writes() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn packed_payloads_convert_by_length_only_like_redis() {
+    let srv = common::Server::start(&[]);
+    let redis_srv = start_redis();
+    let mut v = srv.conn();
+    let mut r = redis::Client::open(format!("redis://127.0.0.1:{}/", redis_srv.port))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    // Listpacks with a value longer than the current limit, made under a
+    // higher one: both servers keep them packed when restored.
+    let long = "L".repeat(100);
+    for (param, key) in [
+        ("hash-max-listpack-value", "h"),
+        ("zset-max-listpack-value", "z"),
+    ] {
+        common::q(&mut v, &["CONFIG", "SET", param, "1000"]).unwrap();
+        if key == "h" {
+            common::q(&mut v, &["HSET", key, &long, "v"]).unwrap();
+        } else {
+            common::q(&mut v, &["ZADD", key, "1", &long]).unwrap();
+        }
+        let payload = dump(&mut v, key);
+        common::q(&mut v, &["CONFIG", "SET", param, "64"]).unwrap();
+        for con in [&mut v, &mut r] {
+            restore(con, "copy", 0, &payload, &["REPLACE"]).unwrap();
+            assert_eq!(encoding(con, "copy"), "listpack", "{key}");
+        }
+    }
+}

@@ -577,15 +577,25 @@ fn read_value<R: Read>(src: &mut Src<R>, ty: u8, o: &LoadOptions) -> Res<Option<
                 };
                 entries.push((m, score));
             }
-            build_zset(entries, o)?
+            build_zset(entries, o.zset)?
         }
         rtype::HASH => {
             let n = src.count()?;
+            // Too many fields for a listpack: a hashtable from the start
+            // (a limit of 0 converts at the first field), as Redis does.
+            let limits = if n > o.hash.max_entries {
+                HashLimits {
+                    max_entries: 0,
+                    ..o.hash
+                }
+            } else {
+                o.hash
+            };
             let mut h = Hash::new();
             for _ in 0..n {
                 let f = src.string()?;
                 let v = src.string()?;
-                if !h.set(&f, &v, o.hash) {
+                if !h.set(&f, &v, limits) {
                     return corrupt("duplicate hash fields detected");
                 }
             }
@@ -594,7 +604,7 @@ fn read_value<R: Read>(src: &mut Src<R>, ty: u8, o: &LoadOptions) -> Res<Option<
         rtype::HASH_ZIPMAP => {
             let blob = src.string()?;
             let pairs = zipmap::pairs(&blob).or_else(corrupt)?;
-            build_hash(pairs.into_iter(), o)?
+            build_hash(pairs.into_iter(), o.hash)?
         }
         rtype::LIST_ZIPLIST => {
             let blob = src.string()?;
@@ -632,7 +642,12 @@ fn read_value<R: Read>(src: &mut Src<R>, ty: u8, o: &LoadOptions) -> Res<Option<
                 };
                 entries.push((pair[0].to_vec(), score));
             }
-            build_zset(entries, o)?
+            // Redis converts a packed set by its length only.
+            let limits = zset::Limits {
+                max_value: usize::MAX,
+                ..o.zset
+            };
+            build_zset(entries, limits)?
         }
         rtype::HASH_ZIPLIST | rtype::HASH_LISTPACK => {
             let blob = src.string()?;
@@ -649,7 +664,12 @@ fn read_value<R: Read>(src: &mut Src<R>, ty: u8, o: &LoadOptions) -> Res<Option<
                 .chunks_exact(2)
                 .map(|p| (p[0].to_vec(), p[1].to_vec()))
                 .collect();
-            build_hash(pairs.iter().map(|(f, v)| (&f[..], &v[..])), o)?
+            // Redis converts a packed hash by its length only.
+            let limits = HashLimits {
+                max_value: usize::MAX,
+                ..o.hash
+            };
+            build_hash(pairs.iter().map(|(f, v)| (&f[..], &v[..])), limits)?
         }
         rtype::LIST_QUICKLIST | rtype::LIST_QUICKLIST_2 => {
             let nodes = src.count()?;
@@ -707,11 +727,11 @@ fn push_all(l: &mut List, items: &[Packed<'_>]) {
 /// Builds a hash from pairs, refusing duplicate fields.
 fn build_hash<'a>(
     pairs: impl Iterator<Item = (&'a [u8], &'a [u8])>,
-    o: &LoadOptions,
+    limits: HashLimits,
 ) -> Res<Value> {
     let mut h = Hash::new();
     for (f, v) in pairs {
-        if !h.set(f, v, o.hash) {
+        if !h.set(f, v, limits) {
             return corrupt("duplicate hash fields detected");
         }
     }
@@ -719,8 +739,8 @@ fn build_hash<'a>(
 }
 
 /// Builds a sorted set from (member, score) pairs, refusing NaN scores and
-/// duplicate members, in the encoding the thresholds give its size.
-fn build_zset(entries: Vec<(Vec<u8>, f64)>, o: &LoadOptions) -> Res<Value> {
+/// duplicate members, in the encoding `limits` give its size.
+fn build_zset(entries: Vec<(Vec<u8>, f64)>, limits: zset::Limits) -> Res<Value> {
     if entries.iter().any(|(_, s)| s.is_nan()) {
         return corrupt("sorted set with a NaN score");
     }
@@ -729,5 +749,5 @@ fn build_zset(entries: Vec<(Vec<u8>, f64)>, o: &LoadOptions) -> Res<Value> {
     if names.windows(2).any(|w| w[0] == w[1]) {
         return corrupt("duplicate sorted set members detected");
     }
-    Ok(Value::ZSet(ZSet::from_entries(entries, o.zset)))
+    Ok(Value::ZSet(ZSet::from_entries(entries, limits)))
 }

@@ -34,13 +34,16 @@ pub fn compress(input: &[u8], max_out: usize) -> Option<Vec<u8>> {
         return None;
     }
     let mut out = Vec::with_capacity(max_out);
-    let mut table = vec![0u32; 1 << HASH_LOG];
+    // A table about the input's size: short strings (most of them) must not
+    // pay for clearing a big one.
+    let bits = (usize::BITS - n.leading_zeros()).clamp(8, HASH_LOG);
+    let mut table = vec![0u32; 1 << bits];
     let mut lit_start = 0;
     let mut i = 0;
     while i + 2 < n {
         let seq =
             u32::from(input[i]) << 16 | u32::from(input[i + 1]) << 8 | u32::from(input[i + 2]);
-        let h = (seq.wrapping_mul(2_654_435_761) >> (32 - HASH_LOG)) as usize;
+        let h = (seq.wrapping_mul(2_654_435_761) >> (32 - bits)) as usize;
         // Slots hold position + 1 so that 0 means empty.
         let cand = table[h] as usize;
         table[h] = (i + 1) as u32;
@@ -91,7 +94,9 @@ pub fn decompress(input: &[u8], out_len: usize) -> Option<Vec<u8>> {
     if out_len > input.len().saturating_mul(MAX_EXPANSION) {
         return None;
     }
-    let mut out = Vec::with_capacity(out_len);
+    // Grow with the output actually produced: a lying length must not
+    // cost its allocation up front.
+    let mut out = Vec::with_capacity(out_len.min(1 << 20));
     let mut i = 0;
     while i < input.len() {
         let ctrl = usize::from(input[i]);
