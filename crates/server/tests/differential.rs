@@ -93,9 +93,17 @@ impl Gen<'_> {
             18 => vec![b("TYPE"), k],
             19 => vec![b("EXPIRE"), k, b(self.pick(&["1000", "2000", "-1", "x"]))],
             20 => {
-                let mut c = vec![b("EXPIRE"), k, b("1500")];
-                c.push(b(self.pick(&["NX", "XX", "GT", "LT", "NX"])));
-                c
+                // GT/LT compare against an expiry set a moment earlier; with
+                // a relative TTL the answer would depend on whether a
+                // millisecond passed in between (on either server), so those
+                // use absolute times.
+                let opt = self.pick(&["NX", "XX", "GT", "LT", "NX"]);
+                if matches!(opt, "GT" | "LT") {
+                    let at = self.pick(&["4000000000", "4100000000"]);
+                    vec![b("EXPIREAT"), k, b(at), b(opt)]
+                } else {
+                    vec![b("EXPIRE"), k, b("1500"), b(opt)]
+                }
             }
             21 => vec![b("TTL"), k],
             22 => vec![b("PERSIST"), k],
