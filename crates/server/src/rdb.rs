@@ -446,6 +446,9 @@ pub fn load_stream(server: &Server, reader: impl Read) -> Result<(LoadStats, u64
                 let mut keys = server.keyspace.lock_keys([&key[..]]);
                 keys.set_entry(db, &key, entry);
                 stats.loaded += 1;
+                if stats.loaded % PROGRESS_EVERY_KEYS == 0 {
+                    log_progress(state, stats.loaded);
+                }
             }
             Item::Function { .. } => {
                 return Err("the dump holds functions, which Vireo does not support yet".into());
@@ -454,6 +457,20 @@ pub fn load_stream(server: &Server, reader: impl Read) -> Result<(LoadStats, u64
         }
     }
     Ok((stats, loader.offset()))
+}
+
+/// How often (in keys) a load considers logging its progress.
+const PROGRESS_EVERY_KEYS: u64 = 1 << 20;
+
+/// Logs how far a big load got, so an operator watching the log of a
+/// server answering -LOADING sees it move.
+fn log_progress(state: &RdbState, keys: u64) {
+    let total = state.loading_total_bytes.load(Ordering::Relaxed);
+    let done = state.loading_loaded_bytes.load(Ordering::Relaxed);
+    if total > 0 {
+        let perc = done.min(total) as f64 * 100.0 / total as f64;
+        tracing::info!("Loading RDB: {keys} keys, {perc:.1}% of the file");
+    }
 }
 
 /// Logs what the aux fields tell about the file, as Redis does.
