@@ -1,5 +1,5 @@
 //! Background housekeeping, Redis's `serverCron` minus what runs per
-//! connection: active expiry, memory statistics and the sampled
+//! connection: active expiry, eviction, memory statistics and the sampled
 //! instantaneous rates.
 
 use std::sync::atomic::Ordering;
@@ -34,6 +34,8 @@ pub fn run(server: Arc<Server>) {
                 .latency
                 .sample_if_needed(threshold, "expire-cycle", ms);
         }
+        // Carries on an eviction a command's time budget cut short.
+        crate::evict::perform_evictions(&server);
         let used = alloc::used_memory() as u64;
         server.used_memory_peak.fetch_max(used, Ordering::Relaxed);
         server.metrics.rates.sample_if_due(&server.worker_stats);

@@ -179,6 +179,10 @@ pub struct Server {
     pub used_memory_peak: AtomicU64,
     /// Latency monitor, instantaneous rates, startup memory.
     pub metrics: Metrics,
+    /// The background thread that frees big values.
+    pub lazyfree: Arc<crate::lazyfree::LazyFree>,
+    /// `maxmemory` eviction state.
+    pub evictor: crate::evict::Evictor,
 }
 
 impl Server {
@@ -186,7 +190,8 @@ impl Server {
     pub fn new(config: Config, threads: usize) -> Self {
         let databases = config.databases();
         let now = now_ms();
-        Server {
+        let lazyfree = Arc::new(crate::lazyfree::LazyFree::start());
+        let server = Server {
             blocking: crate::blocking::Registry::new(SHARDS),
             keyspace: Keyspace::new(databases, SHARDS),
             config,
@@ -207,7 +212,28 @@ impl Server {
             bound_port: AtomicU64::new(0),
             used_memory_peak: AtomicU64::new(0),
             metrics: Metrics::new(),
-        }
+            lazyfree: lazyfree.clone(),
+            evictor: crate::evict::Evictor::default(),
+        };
+        server
+            .keyspace
+            .set_background_free(Box::new(move |v| lazyfree.free_value(v, |_| 0)));
+        server.apply_keyspace_config();
+        server
+    }
+
+    /// Passes the parameters the keyspace applies by itself (LFU tuning,
+    /// `lazyfree-lazy-expire`) on to it; called at start and after every
+    /// CONFIG SET.
+    pub fn apply_keyspace_config(&self) {
+        let h = &self.config.hot;
+        self.keyspace
+            .set_lfu_tuning(vireo_store::keyspace::LfuTuning {
+                log_factor: h.lfu_log_factor.load(Ordering::Relaxed) as u32,
+                decay_minutes: h.lfu_decay_time.load(Ordering::Relaxed) as u32,
+            });
+        self.keyspace
+            .set_lazy_expire(h.lazyfree_lazy_expire.load(Ordering::Relaxed));
     }
 
     /// Zeroes the statistics CONFIG RESETSTAT resets.
@@ -216,6 +242,8 @@ impl Server {
             w.reset();
         }
         self.keyspace.reset_stats();
+        self.lazyfree.reset_stats();
+        self.evictor.reset_stats();
         for c in [
             &self.stats.total_connections_received,
             &self.stats.rejected_connections,

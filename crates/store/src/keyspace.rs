@@ -15,7 +15,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, MutexGuard};
@@ -118,6 +118,18 @@ impl Entry {
         self.expire_at != 0 && now > self.expire_at
     }
 
+    /// Milliseconds since the key was last accessed, at the one-second
+    /// resolution the access time is kept with (LRU eviction's ranking).
+    pub fn idle_ms(&self, now_ms: u64) -> u64 {
+        now_ms.saturating_sub(u64::from(self.access_s) * 1000)
+    }
+
+    /// Backdates the last access, for tests of eviction's ranking.
+    #[cfg(test)]
+    pub(crate) fn set_access_for_test(&mut self, at_ms: u64) {
+        self.access_s = unix_secs(at_ms);
+    }
+
     /// Whole seconds since the key was last accessed (`OBJECT IDLETIME`).
     pub fn idle_secs(&self, now_ms: u64) -> u64 {
         u64::from(unix_secs(now_ms).saturating_sub(self.access_s))
@@ -164,6 +176,29 @@ impl Entry {
     }
 }
 
+/// A function that frees values off the request path (the server's lazy
+/// free thread).
+pub type BackgroundFree = Box<dyn Fn(Value) + Send + Sync>;
+
+/// What happens to values the keyspace removes by itself (expiry): dropped
+/// in place, or, with `lazyfree-lazy-expire` on, handed to the background
+/// freer the server installed.
+#[derive(Default)]
+pub struct Disposal {
+    lazy_expire: AtomicBool,
+    background: OnceLock<BackgroundFree>,
+}
+
+impl Disposal {
+    /// Frees the value of an expired key.
+    fn expired(&self, value: Value) {
+        match self.background.get() {
+            Some(free) if self.lazy_expire.load(Ordering::Relaxed) => free(value),
+            _ => drop(value),
+        }
+    }
+}
+
 /// Per-shard counters, summed over shards by INFO.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ShardStats {
@@ -173,6 +208,8 @@ pub struct ShardStats {
     pub keyspace_hits: u64,
     /// Read lookups that found nothing.
     pub keyspace_misses: u64,
+    /// Keys removed by `maxmemory` eviction.
+    pub evicted_keys: u64,
 }
 
 impl std::ops::AddAssign for ShardStats {
@@ -180,15 +217,16 @@ impl std::ops::AddAssign for ShardStats {
         self.expired_keys += o.expired_keys;
         self.keyspace_hits += o.keyspace_hits;
         self.keyspace_misses += o.keyspace_misses;
+        self.evicted_keys += o.evicted_keys;
     }
 }
 
 /// One database's slice within a shard.
 #[derive(Default)]
-struct DbTable {
-    keys: Dict<Key, Entry>,
-    /// The keys that have a TTL, for active expiry sampling.
-    volatile: Dict<Key, ()>,
+pub(crate) struct DbTable {
+    pub(crate) keys: Dict<Key, Entry>,
+    /// The keys that have a TTL, for active expiry and eviction sampling.
+    pub(crate) volatile: Dict<Key, ()>,
     /// Where the active expiry cycle resumes its scan of `volatile`.
     expire_cursor: u64,
 }
@@ -219,23 +257,31 @@ impl Flushed {
 /// A lockable piece of the keyspace: its part of every database, the WATCH
 /// registrations of its keys and its counters.
 pub struct Shard {
-    dbs: Box<[DbTable]>,
+    pub(crate) dbs: Box<[DbTable]>,
     /// WATCHed keys of this shard: key → (db, flag) for each watching client.
     watchers: HashMap<Key, Vec<(usize, WatchFlag)>>,
-    stats: ShardStats,
+    pub(crate) stats: ShardStats,
+    /// Where values this shard expires go.
+    disposal: Arc<Disposal>,
 }
 
 impl Shard {
-    fn new(databases: usize) -> Self {
+    fn new(databases: usize, disposal: Arc<Disposal>) -> Self {
         Shard {
             dbs: (0..databases).map(|_| DbTable::default()).collect(),
             watchers: HashMap::new(),
             stats: ShardStats::default(),
+            disposal,
         }
     }
 
+    /// Removes `key` from `db` (and from the TTL index).
+    pub(crate) fn remove_entry(&mut self, db: usize, hash: u64, key: &[u8]) -> Option<Entry> {
+        self.dbs[db].remove(hash, key)
+    }
+
     /// Marks every client watching `key` in `db` as dirty.
-    fn signal(&self, db: usize, key: &[u8]) {
+    pub(crate) fn signal(&self, db: usize, key: &[u8]) {
         if self.watchers.is_empty() {
             return;
         }
@@ -274,7 +320,9 @@ impl Shard {
             None => return false,
         };
         if expired {
-            self.dbs[db].remove(hash, key);
+            if let Some(e) = self.dbs[db].remove(hash, key) {
+                self.disposal.expired(e.value);
+            }
             self.stats.expired_keys += 1;
             self.signal(db, key);
         }
@@ -299,6 +347,8 @@ pub struct Keyspace {
     lfu_log_factor: AtomicU32,
     /// `lfu-decay-time`, in minutes.
     lfu_decay_minutes: AtomicU32,
+    /// Shared by every shard: where expired values go.
+    disposal: Arc<Disposal>,
 }
 
 impl Keyspace {
@@ -306,8 +356,12 @@ impl Keyspace {
     /// to a power of two).
     pub fn new(databases: usize, shards: usize) -> Self {
         let n = shards.max(1).next_power_of_two();
+        let disposal = Arc::new(Disposal::default());
         Keyspace {
-            shards: (0..n).map(|_| Mutex::new(Shard::new(databases))).collect(),
+            shards: (0..n)
+                .map(|_| Mutex::new(Shard::new(databases, disposal.clone())))
+                .collect(),
+            disposal,
             shard_mask: n - 1,
             databases,
             expire_shard: AtomicUsize::new(0),
@@ -330,6 +384,23 @@ impl Keyspace {
         self.lfu_log_factor.store(t.log_factor, Ordering::Relaxed);
         self.lfu_decay_minutes
             .store(t.decay_minutes, Ordering::Relaxed);
+    }
+
+    /// Installs the function that frees values on a background thread
+    /// (once; later calls are ignored). Until then everything is freed in
+    /// place.
+    pub fn set_background_free(&self, free: BackgroundFree) {
+        let _ = self.disposal.background.set(free);
+    }
+
+    /// `lazyfree-lazy-expire`: expired values go to the background freer.
+    pub fn set_lazy_expire(&self, on: bool) {
+        self.disposal.lazy_expire.store(on, Ordering::Relaxed);
+    }
+
+    /// Locks shard `i` if no one holds it (eviction never waits).
+    pub(crate) fn try_lock_shard(&self, i: usize) -> Option<MutexGuard<'_, Shard>> {
+        self.shards[i].try_lock()
     }
 
     /// Number of logical databases.
@@ -463,7 +534,9 @@ fn expire_sample(shard: &mut Shard, db: usize, n: usize, now: u64) -> (usize, us
         }
     });
     for k in &due {
-        table.remove(hash_key(k), k);
+        if let Some(e) = table.remove(hash_key(k), k) {
+            shard.disposal.expired(e.value);
+        }
     }
     shard.stats.expired_keys += due.len() as u64;
     for k in &due {

@@ -46,7 +46,16 @@ fn set(ctx: &mut Ctx<'_>, args: Args<'_>) {
     }
     let pairs: Vec<(&[u8], &[u8])> = chunks.map(|p| (p[0], p[1])).collect();
     match ctx.server.config.set(&pairs) {
-        Ok(()) => ctx.out.ok(),
+        Ok(()) => {
+            ctx.server.apply_keyspace_config();
+            if pairs
+                .iter()
+                .any(|(name, _)| name.eq_ignore_ascii_case(b"maxmemory-policy"))
+            {
+                ctx.server.evictor.clear_pool();
+            }
+            ctx.out.ok()
+        }
         Err(e) => ctx.out.error(&e),
     }
 }

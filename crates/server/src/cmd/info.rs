@@ -407,11 +407,12 @@ fn memory_section(server: &Server, w: &mut Lines<'_>) {
     w.kv("mem_clients_normal", m.clients);
     w.zeros(&["mem_cluster_links", "mem_aof_buffer"]);
     w.kv("mem_allocator", "mimalloc");
-    w.zeros(&[
-        "active_defrag_running",
+    w.kv("active_defrag_running", 0);
+    w.kv(
         "lazyfree_pending_objects",
-        "lazyfreed_objects",
-    ]);
+        server.lazyfree.pending_objects(),
+    );
+    w.kv("lazyfreed_objects", server.lazyfree.freed_objects());
 }
 
 fn persistence_section(server: &Server, w: &mut Lines<'_>) {
@@ -488,11 +489,17 @@ fn stats_section(server: &Server, w: &mut Lines<'_>) {
     w.zeros(&[
         "expired_time_cap_reached_count",
         "expire_cycle_cpu_milliseconds",
-        "evicted_keys",
-        "evicted_clients",
-        "total_eviction_exceeded_time",
-        "current_eviction_exceeded_time",
     ]);
+    w.kv("evicted_keys", ks.evicted_keys);
+    w.kv("evicted_clients", 0);
+    w.kv(
+        "total_eviction_exceeded_time",
+        server.evictor.total_exceeded_ms(),
+    );
+    w.kv(
+        "current_eviction_exceeded_time",
+        server.evictor.current_exceeded_ms(),
+    );
     w.kv("keyspace_hits", ks.keyspace_hits);
     w.kv("keyspace_misses", ks.keyspace_misses);
     w.zeros(&[
