@@ -11,8 +11,6 @@
 //! waits behind a command (a running MULTI/EXEC keeps its keys) and cannot
 //! take part in a lock cycle.
 
-use smallvec::SmallVec;
-
 use crate::dict::hash_key;
 use crate::keyspace::{Entry, Key, Keyspace, Shard};
 
@@ -93,12 +91,50 @@ struct Candidate {
     key: Key,
 }
 
+/// Candidates sorted by ascending score: the best is last.
+#[derive(Default)]
+struct Candidates {
+    sorted: Vec<Candidate>,
+    /// Keys offered so far (tells a round whether it found any).
+    offered: u64,
+}
+
+impl Candidates {
+    /// Adds a sampled key, keeping only the [`POOL_SIZE`] best.
+    fn offer(&mut self, score: u64, db: usize, key: &[u8]) {
+        self.offered += 1;
+        let sorted = &mut self.sorted;
+        if sorted.len() == POOL_SIZE && score <= sorted[0].score {
+            // Worse than everything held (an older entry for the same key
+            // may stay: it is checked again before eviction anyway).
+            return;
+        }
+        if let Some(i) = sorted
+            .iter()
+            .position(|c| c.db == db && c.key.len() == key.len() && *c.key == *key)
+        {
+            // Sampled again: its score is fresher now.
+            sorted.remove(i);
+        } else if sorted.len() == POOL_SIZE {
+            sorted.remove(0);
+        }
+        let at = sorted.partition_point(|c| c.score <= score);
+        sorted.insert(
+            at,
+            Candidate {
+                score,
+                db,
+                key: key.into(),
+            },
+        );
+    }
+}
+
 /// The best eviction candidates sampled so far, kept between rounds (and
 /// between calls) so each round adds information instead of starting over.
 /// The caller keeps one per keyspace behind a lock.
 pub struct EvictionPool {
-    /// Sorted by ascending score: the best candidate is last.
-    cands: Vec<Candidate>,
+    cands: Candidates,
     /// Shard the next sampling round starts from.
     next_shard: usize,
     rng: fastrand::Rng,
@@ -107,7 +143,10 @@ pub struct EvictionPool {
 impl Default for EvictionPool {
     fn default() -> Self {
         EvictionPool {
-            cands: Vec::with_capacity(POOL_SIZE + 1),
+            cands: Candidates {
+                sorted: Vec::with_capacity(POOL_SIZE),
+                offered: 0,
+            },
             next_shard: 0,
             rng: fastrand::Rng::new(),
         }
@@ -115,41 +154,19 @@ impl Default for EvictionPool {
 }
 
 impl EvictionPool {
-    /// Adds a sampled key, keeping only the [`POOL_SIZE`] best.
-    fn offer(&mut self, score: u64, db: usize, key: &[u8]) {
-        if let Some(i) = self.cands.iter().position(|c| c.db == db && *c.key == *key) {
-            // Sampled again: its score is fresher now.
-            self.cands.remove(i);
-        } else if self.cands.len() == POOL_SIZE && score <= self.cands[0].score {
-            return;
-        }
-        let at = self.cands.partition_point(|c| c.score <= score);
-        self.cands.insert(
-            at,
-            Candidate {
-                score,
-                db,
-                key: key.into(),
-            },
-        );
-        if self.cands.len() > POOL_SIZE {
-            self.cands.remove(0);
-        }
-    }
-
     /// Forgets every candidate (the policy changed, or the data was flushed).
     pub fn clear(&mut self) {
-        self.cands.clear();
+        self.cands.sorted.clear();
     }
 
     /// Number of candidates held.
     pub fn len(&self) -> usize {
-        self.cands.len()
+        self.cands.sorted.len()
     }
 
     /// True when no candidate is held.
     pub fn is_empty(&self) -> bool {
-        self.cands.is_empty()
+        self.cands.sorted.is_empty()
     }
 }
 
@@ -212,31 +229,27 @@ impl Keyspace {
         loop {
             let now = crate::clock::now_ms();
             let sampled = self.visit_shards(pool, |shard, pool| {
-                let mut any = false;
-                for db in 0..shard.dbs.len() {
-                    let table = &shard.dbs[db];
-                    let rng = &mut pool.rng;
-                    let mut found: SmallVec<[(u64, Key); 16]> = SmallVec::new();
+                let before = pool.cands.offered;
+                for (db, table) in shard.dbs.iter().enumerate() {
                     if policy.volatile_only() {
-                        table.volatile.sample(rng, samples, |k, _| {
+                        if table.volatile.is_empty() {
+                            continue;
+                        }
+                        table.volatile.sample(&mut pool.rng, samples, |k, _| {
                             if let Some(e) = table.keys.get(hash_key(k), k) {
-                                found.push((policy.score(e, now, decay), k.clone()));
+                                pool.cands.offer(policy.score(e, now, decay), db, k);
                             }
                         });
-                    } else {
-                        table.keys.sample(rng, samples, |k, e| {
-                            found.push((policy.score(e, now, decay), k.clone()));
+                    } else if !table.keys.is_empty() {
+                        table.keys.sample(&mut pool.rng, samples, |k, e| {
+                            pool.cands.offer(policy.score(e, now, decay), db, k);
                         });
                     }
-                    any |= !found.is_empty();
-                    for (score, key) in found {
-                        pool.offer(score, db, &key);
-                    }
                 }
-                any
+                pool.cands.offered != before
             });
             // The best candidate that still qualifies goes.
-            while let Some(c) = pool.cands.pop() {
+            while let Some(c) = pool.cands.sorted.pop() {
                 let idx = self.shard_of(&c.key);
                 let Some(mut shard) = self.try_lock_shard(idx) else {
                     continue;
@@ -332,20 +345,30 @@ mod tests {
     fn pool_keeps_the_best_candidates_sorted() {
         let mut pool = EvictionPool::default();
         for i in 0..40u64 {
-            pool.offer(i * 7 % 41, 0, format!("k{i}").as_bytes());
+            pool.cands.offer(i * 7 % 41, 0, format!("k{i}").as_bytes());
         }
         assert_eq!(pool.len(), POOL_SIZE);
-        let scores: Vec<u64> = pool.cands.iter().map(|c| c.score).collect();
+        let scores: Vec<u64> = pool.cands.sorted.iter().map(|c| c.score).collect();
         assert!(scores.windows(2).all(|w| w[0] <= w[1]));
         // The 16 highest of 40 distinct scores 0..41 (minus one) are kept.
         assert!(scores[0] >= 40 - POOL_SIZE as u64);
-        // Offering a key again replaces its old score, never duplicates it.
-        let best = pool.cands.last().unwrap().key.clone();
-        pool.offer(0, 0, &best);
-        assert_eq!(pool.cands.iter().filter(|c| c.key == best).count(), 1);
-        assert_eq!(pool.cands[0].key, best);
-        pool.offer(1000, 0, &best);
-        assert_eq!(pool.cands.last().unwrap().key, best);
+        // Offering a key again never duplicates it: a score too low for a
+        // full pool is ignored, a better one replaces the old.
+        let best = pool.cands.sorted.last().unwrap().key.clone();
+        pool.cands.offer(0, 0, &best);
+        assert_eq!(
+            pool.cands.sorted.iter().filter(|c| c.key == best).count(),
+            1
+        );
+        let second = pool.cands.sorted[POOL_SIZE - 2].key.clone();
+        pool.cands.offer(1000, 0, &second);
+        assert_eq!(
+            pool.cands.sorted.iter().filter(|c| c.key == second).count(),
+            1
+        );
+        assert_eq!(pool.cands.sorted.last().unwrap().key, second);
+        pool.cands.offer(1001, 0, &best);
+        assert_eq!(pool.cands.sorted.last().unwrap().key, best);
         assert_eq!(pool.len(), POOL_SIZE);
         pool.clear();
         assert!(pool.is_empty());

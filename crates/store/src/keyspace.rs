@@ -1193,6 +1193,31 @@ mod tests {
     }
 
     #[test]
+    fn lfu_counter_grows_ever_more_slowly() {
+        // With the default log factor (10) the chance to increment falls as
+        // the counter grows: Redis's table has ~10 after 100 hits and ~18
+        // after 1000. Wide bounds: the increments are random.
+        let ks = Keyspace::new(1, 1);
+        let mut k = ks.lock_all();
+        let now = k.now();
+        k.set(0, b"a", s(b"1"));
+        let mut freq_after = |hits: usize, k: &mut Keys| {
+            for _ in 0..hits {
+                k.get_read(0, b"a");
+            }
+            k.get_read_no_touch(0, b"a").unwrap().lfu_freq(now, 0)
+        };
+        let f100 = freq_after(100, &mut k);
+        let f1000 = freq_after(900, &mut k);
+        let f10000 = freq_after(9000, &mut k);
+        assert!((6..=16).contains(&f100), "{f100} after 100 hits");
+        assert!((12..=32).contains(&f1000), "{f1000} after 1000 hits");
+        assert!((30..=75).contains(&f10000), "{f10000} after 10000 hits");
+        // A hundred times the hits moved the counter a few times further,
+        // never near a hundred times: the bounds above are far from linear.
+    }
+
+    #[test]
     fn counter_saturates_and_flush_reports_keys() {
         let ks = Keyspace::new(1, 2);
         ks.set_lfu_tuning(LfuTuning {
