@@ -1201,7 +1201,7 @@ mod tests {
         let mut k = ks.lock_all();
         let now = k.now();
         k.set(0, b"a", s(b"1"));
-        let mut freq_after = |hits: usize, k: &mut Keys| {
+        let freq_after = |hits: usize, k: &mut Keys| {
             for _ in 0..hits {
                 k.get_read(0, b"a");
             }
