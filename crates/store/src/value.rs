@@ -193,7 +193,7 @@ mod tests {
         // An intset is one buffer; a hash table one allocation per member.
         assert_eq!(Value::Set(small).free_effort(), 1);
         assert_eq!(Value::Set(big).free_effort(), 100);
-        let mut list = crate::list::List::new(-2);
+        let mut list = crate::list::List::new(16);
         for _ in 0..10_000 {
             list.push(crate::list::End::Right, b"0123456789");
         }
