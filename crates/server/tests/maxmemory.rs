@@ -638,3 +638,42 @@ fn info_memory_reports_every_redis_field() {
         assert_eq!(info_u64(&mut con, "stats", field), 0, "{field}");
     }
 }
+
+#[test]
+fn an_evicted_key_fails_the_transaction_watching_it() {
+    let srv = common::Server::start(&["--maxmemory-policy", "volatile-lru"]);
+    let mut con = srv.conn();
+    let mut other = srv.conn();
+    // The watched key is the only one eviction may take.
+    let _: () = redis::cmd("SET")
+        .arg("watched")
+        .arg("v")
+        .arg("EX")
+        .arg(3600)
+        .query(&mut con)
+        .unwrap();
+    let _: () = redis::cmd("WATCH").arg("watched").query(&mut con).unwrap();
+    limit_above_current(&mut other, 1 << 20);
+    // Another client pushes memory over the limit with keys eviction may
+    // not take: the watched key goes.
+    let value = "x".repeat(1000);
+    for i in 0..5000 {
+        let r: redis::RedisResult<()> = redis::cmd("SET")
+            .arg(format!("p{i}"))
+            .arg(&value)
+            .query(&mut other);
+        if r.is_err() {
+            break;
+        }
+    }
+    assert_eq!(info_u64(&mut other, "stats", "evicted_keys"), 1);
+    config_set(&mut other, "maxmemory", "0");
+    let _: String = redis::cmd("MULTI").query(&mut con).unwrap();
+    let _: () = redis::cmd("SET")
+        .arg("watched")
+        .arg("new")
+        .query(&mut con)
+        .unwrap();
+    let r: Option<Vec<String>> = redis::cmd("EXEC").query(&mut con).unwrap();
+    assert_eq!(r, None, "EXEC must fail: the watched key was evicted");
+}
