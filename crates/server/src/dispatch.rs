@@ -5,10 +5,9 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
-use std::time::Instant;
 
 use vireo_resp::{Args, ReplyBuf};
-use vireo_store::clock::now_us;
+use vireo_store::clock::{mono_us, now_us};
 use vireo_store::Keys;
 
 use crate::cmd::{flags, key_range, table, CmdRef, Ctx, KeySpec};
@@ -307,9 +306,9 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: CmdRef, args: Args<'_>) {
     // `reply_at` is where it starts among the pending bytes.
     let mark = ctx.out.mark();
     let reply_at = ctx.out.len();
-    let start = Instant::now();
+    let start = mono_us();
     let result = catch_unwind(AssertUnwindSafe(|| (spec.handler)(ctx, args)));
-    let elapsed_us = start.elapsed().as_micros() as u64;
+    let elapsed_us = mono_us().saturating_sub(start);
     if result.is_err() {
         tracing::error!(
             command = spec.name,

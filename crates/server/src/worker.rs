@@ -132,7 +132,9 @@ pub fn run(id: usize, server: Arc<Server>, poll: Poll) {
             }
             let idx = ev.token().0;
             if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
-                w.on_readable(idx);
+                // Without a pending EOF or error, a short read proves the
+                // socket drained (see `Conn::on_readable`).
+                w.on_readable_trusting_short_reads(idx, !ev.is_read_closed() && !ev.is_error());
             } else if ev.is_writable() {
                 w.flush(idx);
             }
@@ -214,6 +216,13 @@ impl Worker {
     }
 
     fn on_readable(&mut self, idx: usize) {
+        self.on_readable_trusting_short_reads(idx, false);
+    }
+
+    /// Reads and runs what connection `idx` sent. With `trust_short_reads`
+    /// the connection stops reading at a short read instead of reading on
+    /// until the socket says it is empty.
+    fn on_readable_trusting_short_reads(&mut self, idx: usize, trust_short_reads: bool) {
         let server = self.server.clone();
         let Some(conn) = self.conns.get_mut(idx) else {
             return;
@@ -222,7 +231,7 @@ impl Worker {
             .shared
             .last_interaction_ms
             .store(now_ms(), Ordering::Relaxed);
-        match conn.on_readable(&server, &server.worker_stats[self.id]) {
+        match conn.on_readable(&server, &server.worker_stats[self.id], trust_short_reads) {
             Ok(true) => self.more_input.push(idx),
             Ok(false) => {}
             Err(Close::Gone) => return self.close(idx),

@@ -13,6 +13,7 @@ pub mod hash;
 pub mod keyspace;
 pub mod list;
 pub mod set;
+pub mod snapshot;
 pub mod value;
 pub mod zset;
 
