@@ -489,6 +489,34 @@ mod tests {
         assert!(ks.db_sizes().iter().all(|&(n, _)| n == 0));
     }
 
+    /// Counts the keys of the shards a snapshot visits.
+    #[derive(Default)]
+    struct CountKeys(std::sync::atomic::AtomicUsize);
+
+    impl crate::snapshot::ShardVisitor for CountKeys {
+        fn visit(&self, _index: usize, shard: &Shard) {
+            let n: usize = (0..shard.databases())
+                .map(|db| shard.entries(db).count())
+                .sum();
+            self.0.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn a_snapshot_sees_keys_evicted_after_its_cut() {
+        let ks = Keyspace::new(1, 16);
+        let mut k = ks.lock_all();
+        for i in 0..300 {
+            k.set(0, format!("k{i}").as_bytes(), v());
+        }
+        drop(k);
+        let seen = std::sync::Arc::new(CountKeys::default());
+        ks.begin_snapshot(seen.clone(), || {}).unwrap();
+        assert_eq!(evict_all(&ks, Policy::AllKeysLru, 5).len(), 300);
+        ks.drive_snapshot();
+        assert_eq!(seen.0.load(std::sync::atomic::Ordering::Relaxed), 300);
+    }
+
     #[test]
     fn busy_shards_are_skipped_and_watchers_told() {
         let ks = Keyspace::new(1, 2);
