@@ -300,7 +300,7 @@ fn noeviction_replies_match_redis() {
 }
 
 #[test]
-fn noeviction_refuses_writes_when_nothing_can_go() {
+fn writes_are_refused_when_nothing_can_be_evicted() {
     let srv = common::Server::start(&["--maxmemory-policy", "volatile-lru"]);
     let mut con = srv.conn();
     limit_above_current(&mut con, 2 << 20);
