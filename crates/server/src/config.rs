@@ -458,6 +458,12 @@ pub struct HotConfig {
     pub client_output_buffer_limits: [OutputBufferLimit; 3],
     pub lazyfree_lazy_user_del: AtomicBool,
     pub lazyfree_lazy_user_flush: AtomicBool,
+    pub lazyfree_lazy_eviction: AtomicBool,
+    pub lazyfree_lazy_expire: AtomicBool,
+    pub maxmemory_samples: AtomicU64,
+    pub maxmemory_eviction_tenacity: AtomicU64,
+    pub lfu_log_factor: AtomicU64,
+    pub lfu_decay_time: AtomicU64,
     pub list_max_listpack_size: AtomicI64,
     pub list_compress_depth: AtomicU64,
     pub hash_max_listpack_entries: AtomicU64,
@@ -866,6 +872,18 @@ impl Config {
             .store(self.flag("lazyfree-lazy-user-del"), Ordering::Relaxed);
         h.lazyfree_lazy_user_flush
             .store(self.flag("lazyfree-lazy-user-flush"), Ordering::Relaxed);
+        h.lazyfree_lazy_eviction
+            .store(self.flag("lazyfree-lazy-eviction"), Ordering::Relaxed);
+        h.lazyfree_lazy_expire
+            .store(self.flag("lazyfree-lazy-expire"), Ordering::Relaxed);
+        h.maxmemory_samples
+            .store(u("maxmemory-samples"), Ordering::Relaxed);
+        h.maxmemory_eviction_tenacity
+            .store(u("maxmemory-eviction-tenacity"), Ordering::Relaxed);
+        h.lfu_log_factor
+            .store(u("lfu-log-factor"), Ordering::Relaxed);
+        h.lfu_decay_time
+            .store(u("lfu-decay-time"), Ordering::Relaxed);
         h.list_max_listpack_size
             .store(self.num("list-max-listpack-size"), Ordering::Relaxed);
         h.list_compress_depth
@@ -961,6 +979,11 @@ impl Config {
     /// `maxmemory-policy`.
     pub fn maxmemory_policy(&self) -> String {
         self.raw("maxmemory-policy")
+    }
+    /// `maxmemory-policy`, parsed (the table only accepts valid names).
+    pub fn eviction_policy(&self) -> vireo_store::Policy {
+        vireo_store::Policy::parse(&self.maxmemory_policy())
+            .unwrap_or(vireo_store::Policy::NoEviction)
     }
     /// `maxmemory` in bytes (0: no limit).
     pub fn maxmemory(&self) -> u64 {

@@ -1,6 +1,6 @@
 //! Background housekeeping, Redis's `serverCron` minus what runs per
-//! connection: active expiry, `save` points and scheduled BGSAVEs, memory
-//! statistics and the sampled instantaneous rates.
+//! connection: active expiry, `save` points and scheduled BGSAVEs, eviction,
+//! memory statistics and the sampled instantaneous rates.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -40,6 +40,8 @@ pub fn run(server: Arc<Server>) {
                 .sample_if_needed(threshold, "expire-cycle", ms);
         }
         crate::rdb::cron(&server);
+        // Carries on an eviction a command's time budget cut short.
+        crate::evict::perform_evictions(&server);
         let used = alloc::used_memory() as u64;
         server.used_memory_peak.fetch_max(used, Ordering::Relaxed);
         server.metrics.rates.sample_if_due(&server.worker_stats);

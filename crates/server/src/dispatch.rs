@@ -228,22 +228,25 @@ fn stats_of<'s>(server: &'s Server, session: &Session, cmd: CmdRef) -> &'s crate
     &server.worker_stats[session.shared.worker].per_command[cmd.id]
 }
 
-/// Under `maxmemory`, commands that may grow memory are refused while
-/// usage is over the limit (EXEC when any queued command would be), as
-/// Redis does under `noeviction`.
+/// Under `maxmemory`, evicts what the policy allows (Redis's
+/// `performEvictions` at command start); if memory stays over the limit
+/// with nothing left to evict, refuses commands that may grow memory (EXEC
+/// when any queued command may) and anything queued into a transaction.
 fn oom_rejection(server: &Server, session: &Session, cmd: CmdRef) -> Option<&'static str> {
-    let limit = server.config.hot.maxmemory.load(Ordering::Relaxed);
-    if limit == 0 {
+    if server.config.hot.maxmemory.load(Ordering::Relaxed) == 0 {
         return None;
     }
-    let grows = cmd.spec.has(flags::DENYOOM)
-        || (cmd.spec.name == "exec"
-            && session
-                .multi
-                .as_ref()
-                .is_some_and(|m| m.queue.iter().any(|(c, _)| c.spec.has(flags::DENYOOM))));
-    (grows && crate::alloc::used_memory() as u64 > limit)
-        .then_some("OOM command not allowed when used memory > 'maxmemory'.")
+    if crate::evict::perform_evictions(server) != crate::evict::EvictResult::Fail {
+        return None;
+    }
+    let name = cmd.spec.name;
+    let queue_denyoom =
+        |m: &crate::session::MultiState| m.queue.iter().any(|(c, _)| c.spec.has(flags::DENYOOM));
+    let reject = cmd.spec.has(flags::DENYOOM)
+        || (name == "exec" && session.multi.as_ref().is_some_and(queue_denyoom))
+        // Queuing itself takes memory without bound.
+        || (session.in_multi() && !matches!(name, "exec" | "discard" | "quit" | "reset"));
+    reject.then_some("OOM command not allowed when used memory > 'maxmemory'.")
 }
 
 /// Redis's refusals for persistence reasons: writes (and PING) while the

@@ -12,6 +12,8 @@ pub mod config;
 pub mod conn;
 pub mod cron;
 pub mod dispatch;
+pub mod evict;
+pub mod lazyfree;
 pub mod listener;
 pub mod metrics;
 pub mod rdb;

@@ -185,6 +185,10 @@ pub struct Server {
     self_ref: OnceLock<Weak<Server>>,
     /// The append-only file.
     pub aof: crate::aof::Aof,
+    /// The background thread that frees big values.
+    pub lazyfree: Arc<crate::lazyfree::LazyFree>,
+    /// `maxmemory` eviction state.
+    pub evictor: crate::evict::Evictor,
 }
 
 impl Server {
@@ -192,7 +196,8 @@ impl Server {
     pub fn new(config: Config, threads: usize) -> Self {
         let databases = config.databases();
         let now = now_ms();
-        Server {
+        let lazyfree = Arc::new(crate::lazyfree::LazyFree::start());
+        let server = Server {
             blocking: crate::blocking::Registry::new(SHARDS),
             keyspace: Keyspace::new(databases, SHARDS),
             config,
@@ -216,7 +221,28 @@ impl Server {
             rdb: crate::rdb::RdbState::default(),
             self_ref: OnceLock::new(),
             aof: crate::aof::Aof::new(threads),
-        }
+            lazyfree: lazyfree.clone(),
+            evictor: crate::evict::Evictor::default(),
+        };
+        server
+            .keyspace
+            .set_background_free(Box::new(move |v| lazyfree.free_value(v, |_| 0)));
+        server.apply_keyspace_config();
+        server
+    }
+
+    /// Passes the parameters the keyspace applies by itself (LFU tuning,
+    /// `lazyfree-lazy-expire`) on to it; called at start and after every
+    /// CONFIG SET.
+    pub fn apply_keyspace_config(&self) {
+        let h = &self.config.hot;
+        self.keyspace
+            .set_lfu_tuning(vireo_store::keyspace::LfuTuning {
+                log_factor: h.lfu_log_factor.load(Ordering::Relaxed) as u32,
+                decay_minutes: h.lfu_decay_time.load(Ordering::Relaxed) as u32,
+            });
+        self.keyspace
+            .set_lazy_expire(h.lazyfree_lazy_expire.load(Ordering::Relaxed));
     }
 
     /// Wraps the server in the `Arc` every thread shares, remembering it so
@@ -244,6 +270,8 @@ impl Server {
             w.reset();
         }
         self.keyspace.reset_stats();
+        self.lazyfree.reset_stats();
+        self.evictor.reset_stats();
         for c in [
             &self.stats.total_connections_received,
             &self.stats.rejected_connections,

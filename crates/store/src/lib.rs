@@ -7,6 +7,7 @@
 
 pub mod clock;
 pub mod dict;
+pub mod evict;
 pub mod glob;
 pub mod hash;
 pub mod keyspace;
@@ -17,5 +18,6 @@ pub mod snapshot;
 pub mod value;
 pub mod zset;
 
+pub use evict::{Evicted, EvictionPool, Policy};
 pub use keyspace::{Entry, Key, Keys, Keyspace, ShardStats};
 pub use value::{StrValue, Value};

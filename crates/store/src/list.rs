@@ -462,6 +462,11 @@ impl List {
         self.0.len
     }
 
+    /// Number of packed nodes (what freeing the list walks).
+    pub fn node_count(&self) -> usize {
+        self.0.nodes.len()
+    }
+
     /// True when the list has no elements (a key never holds one).
     pub fn is_empty(&self) -> bool {
         self.0.len == 0

@@ -47,6 +47,21 @@ impl Value {
         }
     }
 
+    /// Roughly how many allocations freeing the value walks, as Redis's
+    /// `lazyfreeGetFreeEffort` counts them: the node count of a list, the
+    /// element count of a hash table or skiplist encoding, and 1 for a
+    /// string or a packed encoding (one buffer).
+    pub fn free_effort(&self) -> usize {
+        match self {
+            Value::Str(_) => 1,
+            Value::List(v) => v.node_count(),
+            Value::Hash(v) if v.encoding_name() == "hashtable" => v.len(),
+            Value::Set(v) if v.encoding_name() == "hashtable" => v.len(),
+            Value::ZSet(v) if v.encoding_name() == "skiplist" => v.len(),
+            Value::Hash(_) | Value::Set(_) | Value::ZSet(_) => 1,
+        }
+    }
+
     /// Heap bytes owned by the value, for `MEMORY USAGE`.
     pub fn heap_bytes(&self) -> usize {
         match self {
@@ -165,6 +180,27 @@ impl StrValue {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn free_effort_counts_what_freeing_walks() {
+        assert_eq!(Value::Str(StrValue::from_bytes(b"x")).free_effort(), 1);
+        let mut small = crate::set::Set::new();
+        let mut big = crate::set::Set::new();
+        for i in 0..100 {
+            small.insert(format!("{i}").as_bytes(), 512);
+            big.insert(format!("m{i}").as_bytes(), 512);
+        }
+        // An intset is one buffer; a hash table one allocation per member.
+        assert_eq!(Value::Set(small).free_effort(), 1);
+        assert_eq!(Value::Set(big).free_effort(), 100);
+        let mut list = crate::list::List::new(16);
+        for _ in 0..10_000 {
+            list.push(crate::list::End::Right, b"0123456789");
+        }
+        let nodes = list.node_count();
+        assert!(nodes > 64);
+        assert_eq!(Value::List(list).free_effort(), nodes);
+    }
 
     #[test]
     fn integers_are_stored_as_int_only_when_canonical() {

@@ -47,8 +47,12 @@ fn set(ctx: &mut Ctx<'_>, args: Args<'_>) {
     let pairs: Vec<(&[u8], &[u8])> = chunks.map(|p| (p[0], p[1])).collect();
     match ctx.server.config.set(&pairs) {
         Ok(()) => {
-            let aof_param = |n: &[u8]| is(n, "appendonly") || is(n, "appendfsync");
-            if pairs.iter().any(|(n, _)| aof_param(n)) {
+            ctx.server.apply_keyspace_config();
+            let changed = |param: &str| pairs.iter().any(|(n, _)| is(n, param));
+            if changed("maxmemory-policy") {
+                ctx.server.evictor.clear_pool();
+            }
+            if changed("appendonly") || changed("appendfsync") {
                 crate::aof::config_changed(ctx.server);
             }
             ctx.out.ok()

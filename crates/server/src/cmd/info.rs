@@ -232,6 +232,10 @@ pub struct MemoryReport {
     pub startup: u64,
     /// Resident set size of the process.
     pub rss: u64,
+    /// Memory the allocator holds (mimalloc's committed bytes; on Linux it
+    /// estimates its resident memory by the same figure, so this is both
+    /// Redis's allocator "active" and "resident").
+    pub active: u64,
     /// Client query and output buffers.
     pub clients: u64,
     /// Estimated hash table overhead per non-empty database.
@@ -297,6 +301,7 @@ impl MemoryReport {
             peak,
             startup,
             rss: rss_bytes(),
+            active: alloc::allocator_stats().committed,
             clients,
             dbs,
             overhead: startup + clients + tables,
@@ -365,11 +370,10 @@ fn memory_section(server: &Server, w: &mut Lines<'_>) {
             ratio(m.dataset() * 100, m.used.saturating_sub(m.startup))
         ),
     );
-    // Without allocator statistics Redis falls back to the RSS for the
-    // allocator's active and resident sizes; so do we.
+    let active = m.active;
     w.kv("allocator_allocated", m.used);
-    w.kv("allocator_active", m.rss);
-    w.kv("allocator_resident", m.rss);
+    w.kv("allocator_active", active);
+    w.kv("allocator_resident", active);
     w.kv("total_system_memory", total);
     w.kv("total_system_memory_human", bytes_to_human(total));
     w.kv("used_memory_lua", 0);
@@ -390,12 +394,12 @@ fn memory_section(server: &Server, w: &mut Lines<'_>) {
     w.kv("maxmemory_human", bytes_to_human(maxmemory));
     w.kv("maxmemory_policy", server.config.maxmemory_policy());
     let frag_bytes = m.rss as i64 - m.used as i64;
-    w.kv("allocator_frag_ratio", ratio(m.rss, m.used));
-    w.kv("allocator_frag_bytes", frag_bytes);
+    w.kv("allocator_frag_ratio", ratio(active, m.used));
+    w.kv("allocator_frag_bytes", active as i64 - m.used as i64);
     w.kv("allocator_rss_ratio", "1.00");
     w.kv("allocator_rss_bytes", 0);
-    w.kv("rss_overhead_ratio", "1.00");
-    w.kv("rss_overhead_bytes", 0);
+    w.kv("rss_overhead_ratio", ratio(m.rss, active));
+    w.kv("rss_overhead_bytes", m.rss as i64 - active as i64);
     w.kv("mem_fragmentation_ratio", ratio(m.rss, m.used));
     w.kv("mem_fragmentation_bytes", frag_bytes);
     w.zeros(&[
@@ -407,11 +411,12 @@ fn memory_section(server: &Server, w: &mut Lines<'_>) {
     w.kv("mem_clients_normal", m.clients);
     w.zeros(&["mem_cluster_links", "mem_aof_buffer"]);
     w.kv("mem_allocator", "mimalloc");
-    w.zeros(&[
-        "active_defrag_running",
+    w.kv("active_defrag_running", 0);
+    w.kv(
         "lazyfree_pending_objects",
-        "lazyfreed_objects",
-    ]);
+        server.lazyfree.pending_objects(),
+    );
+    w.kv("lazyfreed_objects", server.lazyfree.freed_objects());
 }
 
 fn persistence_section(server: &Server, w: &mut Lines<'_>) {
@@ -544,11 +549,17 @@ fn stats_section(server: &Server, w: &mut Lines<'_>) {
     w.zeros(&[
         "expired_time_cap_reached_count",
         "expire_cycle_cpu_milliseconds",
-        "evicted_keys",
-        "evicted_clients",
-        "total_eviction_exceeded_time",
-        "current_eviction_exceeded_time",
     ]);
+    w.kv("evicted_keys", ks.evicted_keys);
+    w.kv("evicted_clients", 0);
+    w.kv(
+        "total_eviction_exceeded_time",
+        server.evictor.total_exceeded_ms(),
+    );
+    w.kv(
+        "current_eviction_exceeded_time",
+        server.evictor.current_exceeded_ms(),
+    );
     w.kv("keyspace_hits", ks.keyspace_hits);
     w.kv("keyspace_misses", ks.keyspace_misses);
     w.zeros(&[

@@ -31,7 +31,7 @@ const KEY2: KeySpec = KeySpec::Range {
 /// This family's commands.
 pub const COMMANDS: &[CommandSpec] = &[
     spec("del", -2, WRITE, ALL_ARGS_KEYS, del),
-    spec("unlink", -2, WRITE | FAST, ALL_ARGS_KEYS, del),
+    spec("unlink", -2, WRITE | FAST, ALL_ARGS_KEYS, unlink),
     spec("exists", -2, READONLY | FAST, ALL_ARGS_KEYS, exists),
     spec("type", 2, READONLY | FAST, KEY1, type_cmd),
     spec("keys", 2, READONLY, KeySpec::All, keys),
@@ -94,13 +94,26 @@ fn db_index_arg(ctx: &mut Ctx<'_>, arg: &[u8]) -> Option<usize> {
     None
 }
 
-/// DEL key [key ...] / UNLINK key [key ...]: removes the keys and replies how
-/// many existed. Values are freed inline: no value type is costly enough to
-/// free yet for UNLINK's background freeing to pay off.
+/// DEL key [key ...]: removes the keys and replies how many existed. Big
+/// values are freed in the background when `lazyfree-lazy-user-del` is on.
 fn del(ctx: &mut Ctx<'_>, args: Args<'_>) {
+    let lazy = ctx.server.config.lazyfree_lazy_user_del();
+    delete_keys(ctx, args, lazy);
+}
+
+/// UNLINK key [key ...]: DEL that frees big values on the background
+/// thread, so it returns at once whatever their size.
+fn unlink(ctx: &mut Ctx<'_>, args: Args<'_>) {
+    delete_keys(ctx, args, true);
+}
+
+fn delete_keys(ctx: &mut Ctx<'_>, args: Args<'_>, lazy: bool) {
     let mut deleted = 0;
     for key in args.iter().skip(1) {
-        if ctx.keys.remove(ctx.db, key).is_some() {
+        if let Some(entry) = ctx.keys.remove(ctx.db, key) {
+            if lazy {
+                ctx.server.lazyfree.free_value(entry.value, |_| 0);
+            }
             ctx.modified(key);
             deleted += 1;
         }
@@ -413,14 +426,12 @@ fn flush_is_async(ctx: &mut Ctx<'_>, args: Args<'_>) -> Option<bool> {
     None
 }
 
-/// Frees flushed tables, on a background thread when `lazy` (if that thread
-/// cannot be started they are freed here). Returns how many keys they held.
-fn free_flushed(flushed: Vec<Flushed>, lazy: bool) -> u64 {
+/// Frees flushed tables, on the lazy free thread when `lazy`. Returns how
+/// many keys they held.
+fn free_flushed(ctx: &Ctx<'_>, flushed: Vec<Flushed>, lazy: bool) -> u64 {
     let keys: usize = flushed.iter().map(Flushed::key_count).sum();
-    if lazy && keys > 0 {
-        let _ = std::thread::Builder::new()
-            .name("vireo-lazyfree".into())
-            .spawn(move || drop(flushed));
+    if lazy {
+        ctx.server.lazyfree.free_tables(flushed);
     }
     u64::try_from(keys).unwrap_or(u64::MAX)
 }
@@ -431,7 +442,7 @@ fn flushdb(ctx: &mut Ctx<'_>, args: Args<'_>) {
         return;
     };
     let flushed = vec![ctx.keys.flush_db(ctx.db)];
-    ctx.dirty += free_flushed(flushed, lazy);
+    ctx.dirty += free_flushed(ctx, flushed, lazy);
     ctx.out.ok();
 }
 
@@ -445,7 +456,7 @@ fn flushall(ctx: &mut Ctx<'_>, args: Args<'_>) {
         .collect();
     // Redis counts one change more than the keys removed, so that even an
     // empty FLUSHALL counts as a change.
-    ctx.dirty += free_flushed(flushed, lazy) + 1;
+    ctx.dirty += free_flushed(ctx, flushed, lazy) + 1;
     ctx.out.ok();
 }
 

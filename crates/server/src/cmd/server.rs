@@ -504,19 +504,27 @@ fn memory_stats(ctx: &mut Ctx<'_>, _args: Args<'_>) {
     out.double(ratio(m.dataset(), m.used.saturating_sub(m.startup)) * 100.0);
     out.bulk(b"peak.percentage");
     out.double(ratio(m.used, m.peak) * 100.0);
-    // Without allocator statistics, Redis reads "active" and "resident"
-    // as the process RSS; so do we.
+    // mimalloc's committed memory is both "active" and "resident" (see
+    // MemoryReport::active).
     out.bulk(b"allocator.allocated");
     out.int(m.used as i64);
     out.bulk(b"allocator.active");
-    out.int(m.rss as i64);
+    out.int(m.active as i64);
     out.bulk(b"allocator.resident");
-    out.int(m.rss as i64);
+    out.int(m.active as i64);
     let frag_bytes = m.rss as i64 - m.used as i64;
     for (k, r, b) in [
-        ("allocator-fragmentation", ratio(m.rss, m.used), frag_bytes),
+        (
+            "allocator-fragmentation",
+            ratio(m.active, m.used),
+            m.active as i64 - m.used as i64,
+        ),
         ("allocator-rss", 1.0, 0),
-        ("rss-overhead", 1.0, 0),
+        (
+            "rss-overhead",
+            ratio(m.rss, m.active),
+            m.rss as i64 - m.active as i64,
+        ),
     ] {
         out.bulk(format!("{k}.ratio").as_bytes());
         out.double(r);

@@ -1,0 +1,210 @@
+//! `maxmemory` enforcement (Redis's `performEvictions`): before a command
+//! runs, and from cron, while used memory is over the limit keys are
+//! evicted by `maxmemory-policy` until it is not, or until the time budget
+//! `maxmemory-eviction-tenacity` allows is spent (cron then carries on).
+//! When nothing can be evicted, commands that may grow memory are refused
+//! (see `dispatch`).
+//!
+//! Eviction runs with no shard lock held and takes shards one at a time
+//! with `try_lock` (see `vireo_store::evict`), so it respects the
+//! ascending-order locking protocol and never touches the keys of a
+//! command or transaction that is running.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use vireo_store::clock::now_us;
+use vireo_store::{EvictionPool, Policy};
+
+use crate::server::Server;
+
+/// What [`perform_evictions`] achieved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EvictResult {
+    /// Memory is under the limit (or there is no limit).
+    Ok,
+    /// Still over the limit, but the time budget ran out while keys were
+    /// still evictable: cron continues, commands are not refused.
+    Running,
+    /// Over the limit and nothing more can be evicted.
+    Fail,
+}
+
+/// Eviction state shared by all threads.
+#[derive(Default)]
+pub struct Evictor {
+    /// The candidate pool; also serializes evicting threads.
+    pool: Mutex<EvictionPool>,
+    /// When the current period over the limit began (µs since the epoch),
+    /// 0 when under it.
+    exceeded_since_us: AtomicU64,
+    /// Total µs of earlier periods over the limit.
+    exceeded_total_us: AtomicU64,
+}
+
+impl Evictor {
+    /// `current_eviction_exceeded_time` in ms: how long memory has been
+    /// over the limit without eviction bringing it back.
+    pub fn current_exceeded_ms(&self) -> u64 {
+        match self.exceeded_since_us.load(Ordering::Relaxed) {
+            0 => 0,
+            since => now_us().saturating_sub(since) / 1000,
+        }
+    }
+
+    /// `total_eviction_exceeded_time` in ms, the current period included.
+    pub fn total_exceeded_ms(&self) -> u64 {
+        self.exceeded_total_us.load(Ordering::Relaxed) / 1000 + self.current_exceeded_ms()
+    }
+
+    /// Zeroes the exceeded-time total (CONFIG RESETSTAT).
+    pub fn reset_stats(&self) {
+        self.exceeded_total_us.store(0, Ordering::Relaxed);
+    }
+
+    fn record(&self, result: EvictResult) {
+        let since = self.exceeded_since_us.load(Ordering::Relaxed);
+        let now = now_us().max(1);
+        match result {
+            // Only the thread that ends the period adds it to the total.
+            EvictResult::Ok
+                if since != 0
+                    && self
+                        .exceeded_since_us
+                        .compare_exchange(since, 0, Ordering::Relaxed, Ordering::Relaxed)
+                        .is_ok() =>
+            {
+                self.exceeded_total_us
+                    .fetch_add(now.saturating_sub(since), Ordering::Relaxed);
+            }
+            EvictResult::Running | EvictResult::Fail if since == 0 => {
+                let _ = self.exceeded_since_us.compare_exchange(
+                    0,
+                    now,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                );
+            }
+            _ => {}
+        }
+    }
+
+    /// Forgets the pooled candidates (the policy changed).
+    pub fn clear_pool(&self) {
+        self.pool.lock().clear();
+    }
+}
+
+/// How long one call may spend evicting (Redis's `evictionTimeLimitUs`):
+/// 50 µs per tenacity step up to 10, then 15% more per step, unlimited at
+/// 100.
+pub fn time_limit(tenacity: u64) -> Option<Duration> {
+    match tenacity {
+        0..=10 => Some(Duration::from_micros(50 * tenacity)),
+        11..=99 => Some(Duration::from_micros(
+            (500.0 * 1.15f64.powi(tenacity as i32 - 10)) as u64,
+        )),
+        _ => None,
+    }
+}
+
+/// Memory that counts against `maxmemory`: everything allocated, minus
+/// what the lazy free thread is about to release (Redis also leaves out
+/// replica output buffers and the AOF buffer, which Vireo does not have).
+fn used_for_eviction(server: &Server) -> u64 {
+    (crate::alloc::used_memory() as u64).saturating_sub(server.lazyfree.pending_bytes())
+}
+
+/// Evicts keys while memory is over `maxmemory`; see the module docs.
+pub fn perform_evictions(server: &Server) -> EvictResult {
+    let limit = server.config.hot.maxmemory.load(Ordering::Relaxed);
+    if limit == 0 {
+        return EvictResult::Ok;
+    }
+    // While clients are paused the dataset must stay as it is.
+    if server.pause.active() != 0 {
+        return EvictResult::Ok;
+    }
+    let result = if used_for_eviction(server) <= limit {
+        EvictResult::Ok
+    } else {
+        evict_until_under(server, limit)
+    };
+    server.evictor.record(result);
+    result
+}
+
+fn evict_until_under(server: &Server, limit: u64) -> EvictResult {
+    let config = &server.config;
+    let policy = config.eviction_policy();
+    if policy == Policy::NoEviction {
+        return EvictResult::Fail;
+    }
+    let samples = config.hot.maxmemory_samples.load(Ordering::Relaxed) as usize;
+    let budget = time_limit(
+        config
+            .hot
+            .maxmemory_eviction_tenacity
+            .load(Ordering::Relaxed),
+    );
+    let lazy = config.hot.lazyfree_lazy_eviction.load(Ordering::Relaxed);
+    let start = Instant::now();
+    let over_budget = || budget.is_some_and(|b| start.elapsed() >= b);
+    let mut pool = server.evictor.pool.lock();
+    let mut evicted = 0u64;
+    while used_for_eviction(server) > limit {
+        let mut log = |db: usize, key: &[u8]| crate::aof::log_deletion(server, db, key, lazy);
+        let Some(ev) = server
+            .keyspace
+            .evict_one(policy, samples, &mut pool, &mut log)
+        else {
+            drop(pool);
+            return wait_for_lazy_free(server, limit, budget);
+        };
+        if lazy {
+            server
+                .lazyfree
+                .free_value(ev.entry.value, |v| v.heap_bytes() as u64);
+        } else {
+            drop(ev);
+        }
+        evicted += 1;
+        // The clock is read every 16 keys, as Redis does.
+        if evicted.is_multiple_of(16) && over_budget() {
+            return EvictResult::Running;
+        }
+    }
+    EvictResult::Ok
+}
+
+/// Nothing is left to evict: values still queued for the lazy free thread
+/// may bring memory under the limit, so wait for them a little (within the
+/// time budget) before giving up.
+fn wait_for_lazy_free(server: &Server, limit: u64, budget: Option<Duration>) -> EvictResult {
+    let budget = budget.unwrap_or(Duration::from_millis(1));
+    let start = Instant::now();
+    while server.lazyfree.pending_objects() > 0 && start.elapsed() < budget {
+        if crate::alloc::used_memory() as u64 <= limit {
+            return EvictResult::Ok;
+        }
+        std::thread::sleep(budget.min(Duration::from_millis(1)));
+    }
+    EvictResult::Fail
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tenacity_maps_to_redis_time_limits() {
+        assert_eq!(time_limit(0), Some(Duration::ZERO));
+        assert_eq!(time_limit(10), Some(Duration::from_micros(500)));
+        assert_eq!(time_limit(11), Some(Duration::from_micros(575)));
+        // About two minutes at 99, unlimited at 100.
+        let t99 = time_limit(99).unwrap().as_secs();
+        assert!((100..=150).contains(&t99), "{t99}");
+        assert_eq!(time_limit(100), None);
+    }
+}

@@ -1,0 +1,561 @@
+//! Choosing keys to evict under `maxmemory`, as Redis's `evict.c` does:
+//! the LRU, LFU and TTL policies sample a few keys at a time and keep the
+//! best candidates seen so far in a small pool (Redis's `EVPOOL`), so the
+//! choice approximates the exact one without any per-key bookkeeping; the
+//! random policies pick a random key.
+//!
+//! Sampling is per shard: each round samples `maxmemory-samples` keys from
+//! every database of the next non-empty shard, and the pool ranks them
+//! against the candidates of earlier rounds (from other shards). Shards
+//! are only ever locked with `try_lock`, one at a time, so eviction never
+//! waits behind a command (a running MULTI/EXEC keeps its keys) and cannot
+//! take part in a lock cycle.
+
+use crate::dict::hash_key;
+use crate::keyspace::{Entry, Key, Keyspace, Shard};
+
+/// `maxmemory-policy`: which keys may be evicted and how they are ranked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
+    /// Never evict: writes over the limit get an OOM error.
+    NoEviction,
+    /// Least recently used among all keys.
+    AllKeysLru,
+    /// Least frequently used among all keys.
+    AllKeysLfu,
+    /// Any key.
+    AllKeysRandom,
+    /// Least recently used among keys with a TTL.
+    VolatileLru,
+    /// Least frequently used among keys with a TTL.
+    VolatileLfu,
+    /// Any key with a TTL.
+    VolatileRandom,
+    /// The key with the nearest expiry time.
+    VolatileTtl,
+}
+
+impl Policy {
+    /// Parses a `maxmemory-policy` value (lower case, as CONFIG stores it).
+    pub fn parse(name: &str) -> Option<Policy> {
+        Some(match name {
+            "noeviction" => Policy::NoEviction,
+            "allkeys-lru" => Policy::AllKeysLru,
+            "allkeys-lfu" => Policy::AllKeysLfu,
+            "allkeys-random" => Policy::AllKeysRandom,
+            "volatile-lru" => Policy::VolatileLru,
+            "volatile-lfu" => Policy::VolatileLfu,
+            "volatile-random" => Policy::VolatileRandom,
+            "volatile-ttl" => Policy::VolatileTtl,
+            _ => return None,
+        })
+    }
+
+    /// True when only keys with a TTL may be evicted.
+    pub fn volatile_only(self) -> bool {
+        matches!(
+            self,
+            Policy::VolatileLru
+                | Policy::VolatileLfu
+                | Policy::VolatileRandom
+                | Policy::VolatileTtl
+        )
+    }
+
+    fn random(self) -> bool {
+        matches!(self, Policy::AllKeysRandom | Policy::VolatileRandom)
+    }
+
+    /// How good an eviction candidate `e` is: the higher, the sooner it
+    /// goes. LRU: idle milliseconds; LFU: 255 minus the decayed counter;
+    /// TTL: the earlier the expiry, the higher.
+    fn score(self, e: &Entry, now_ms: u64, decay_minutes: u32) -> u64 {
+        match self {
+            Policy::AllKeysLfu | Policy::VolatileLfu => {
+                255 - u64::from(e.lfu_freq(now_ms, decay_minutes))
+            }
+            Policy::VolatileTtl => u64::MAX - e.expire_at().unwrap_or(u64::MAX),
+            _ => e.idle_ms(now_ms),
+        }
+    }
+}
+
+/// How many candidates the pool keeps (Redis's `EVPOOL_SIZE`).
+pub const POOL_SIZE: usize = 16;
+
+/// A candidate for eviction.
+#[derive(Debug)]
+struct Candidate {
+    score: u64,
+    db: usize,
+    key: Key,
+}
+
+/// Candidates sorted by ascending score: the best is last.
+#[derive(Default)]
+struct Candidates {
+    sorted: Vec<Candidate>,
+    /// Keys offered so far (tells a round whether it found any).
+    offered: u64,
+}
+
+impl Candidates {
+    /// Adds a sampled key, keeping only the [`POOL_SIZE`] best.
+    fn offer(&mut self, score: u64, db: usize, key: &[u8]) {
+        self.offered += 1;
+        let sorted = &mut self.sorted;
+        if sorted.len() == POOL_SIZE && score <= sorted[0].score {
+            // Worse than everything held (an older entry for the same key
+            // may stay: it is checked again before eviction anyway).
+            return;
+        }
+        if let Some(i) = sorted
+            .iter()
+            .position(|c| c.db == db && c.key.len() == key.len() && *c.key == *key)
+        {
+            // Sampled again: its score is fresher now.
+            sorted.remove(i);
+        } else if sorted.len() == POOL_SIZE {
+            sorted.remove(0);
+        }
+        let at = sorted.partition_point(|c| c.score <= score);
+        sorted.insert(
+            at,
+            Candidate {
+                score,
+                db,
+                key: key.into(),
+            },
+        );
+    }
+}
+
+/// The best eviction candidates sampled so far, kept between rounds (and
+/// between calls) so each round adds information instead of starting over.
+/// The caller keeps one per keyspace behind a lock.
+pub struct EvictionPool {
+    cands: Candidates,
+    /// Shard the next sampling round starts from.
+    next_shard: usize,
+    rng: fastrand::Rng,
+}
+
+impl Default for EvictionPool {
+    fn default() -> Self {
+        EvictionPool {
+            cands: Candidates {
+                sorted: Vec::with_capacity(POOL_SIZE),
+                offered: 0,
+            },
+            next_shard: 0,
+            rng: fastrand::Rng::new(),
+        }
+    }
+}
+
+impl EvictionPool {
+    /// Forgets every candidate (the policy changed, or the data was flushed).
+    pub fn clear(&mut self) {
+        self.cands.sorted.clear();
+    }
+
+    /// Number of candidates held.
+    pub fn len(&self) -> usize {
+        self.cands.sorted.len()
+    }
+
+    /// True when no candidate is held.
+    pub fn is_empty(&self) -> bool {
+        self.cands.sorted.is_empty()
+    }
+}
+
+/// A key taken out of the keyspace by eviction; dropping it frees the value
+/// (the caller may do that on another thread).
+pub struct Evicted {
+    /// The database it was in.
+    pub db: usize,
+    /// The key.
+    pub key: Key,
+    /// Its entry.
+    pub entry: Entry,
+}
+
+impl Keyspace {
+    /// Evicts one key chosen by `policy`, or returns None when no key can
+    /// be evicted (none qualifies, or every qualifying shard is busy).
+    /// Clients WATCHing the key are told, as for a delete.
+    pub fn evict_one(
+        &self,
+        policy: Policy,
+        samples: usize,
+        pool: &mut EvictionPool,
+        on_evicted: &mut dyn FnMut(usize, &[u8]),
+    ) -> Option<Evicted> {
+        match policy {
+            Policy::NoEviction => None,
+            p if p.random() => self.evict_random(p, pool, on_evicted),
+            p => self.evict_pooled(p, samples.max(1), pool, on_evicted),
+        }
+    }
+
+    /// Visits shards round-robin from the pool's cursor until `f` reports
+    /// progress on one of them; false when a whole pass found nothing.
+    fn visit_shards(
+        &self,
+        pool: &mut EvictionPool,
+        mut f: impl FnMut(&mut Shard, &mut EvictionPool) -> bool,
+    ) -> bool {
+        let n = self.shard_count();
+        for _ in 0..n {
+            let i = pool.next_shard % n;
+            pool.next_shard = (i + 1) % n;
+            let Some(mut shard) = self.try_lock_shard(i) else {
+                continue;
+            };
+            if f(&mut shard, pool) {
+                return true;
+            }
+        }
+        false
+    }
+
+    fn evict_pooled(
+        &self,
+        policy: Policy,
+        samples: usize,
+        pool: &mut EvictionPool,
+        on_evicted: &mut dyn FnMut(usize, &[u8]),
+    ) -> Option<Evicted> {
+        let decay = self.lfu_tuning().decay_minutes;
+        loop {
+            let now = crate::clock::now_ms();
+            let sampled = self.visit_shards(pool, |shard, pool| {
+                let before = pool.cands.offered;
+                for (db, table) in shard.dbs.iter().enumerate() {
+                    if policy.volatile_only() {
+                        if table.volatile.is_empty() {
+                            continue;
+                        }
+                        table.volatile.sample(&mut pool.rng, samples, |k, _| {
+                            if let Some(e) = table.keys.get(hash_key(k), k) {
+                                pool.cands.offer(policy.score(e, now, decay), db, k);
+                            }
+                        });
+                    } else if !table.keys.is_empty() {
+                        table.keys.sample(&mut pool.rng, samples, |k, e| {
+                            pool.cands.offer(policy.score(e, now, decay), db, k);
+                        });
+                    }
+                }
+                pool.cands.offered != before
+            });
+            // The best candidate that still qualifies goes.
+            while let Some(c) = pool.cands.sorted.pop() {
+                let idx = self.shard_of(&c.key);
+                let Some(mut shard) = self.try_lock_shard(idx) else {
+                    continue;
+                };
+                let hash = hash_key(&c.key);
+                let table = &shard.dbs[c.db];
+                let qualifies = if policy.volatile_only() {
+                    table.volatile.contains_key(hash, &c.key)
+                } else {
+                    table.keys.contains_key(hash, &c.key)
+                };
+                if qualifies {
+                    return shard.evict(c.db, hash, c.key, on_evicted);
+                }
+            }
+            if !sampled {
+                return None;
+            }
+        }
+    }
+
+    fn evict_random(
+        &self,
+        policy: Policy,
+        pool: &mut EvictionPool,
+        on_evicted: &mut dyn FnMut(usize, &[u8]),
+    ) -> Option<Evicted> {
+        let mut evicted = None;
+        self.visit_shards(pool, |shard, pool| {
+            for db in 0..shard.dbs.len() {
+                let table = &shard.dbs[db];
+                let key = if policy.volatile_only() {
+                    table.volatile.random_entry(&mut pool.rng).map(|(k, _)| k)
+                } else {
+                    table.keys.random_entry(&mut pool.rng).map(|(k, _)| k)
+                };
+                if let Some(key) = key.cloned() {
+                    evicted = shard.evict(db, hash_key(&key), key, on_evicted);
+                    return true;
+                }
+            }
+            false
+        });
+        evicted
+    }
+}
+
+impl Shard {
+    /// Removes `key` for eviction, signalling its watchers and telling
+    /// `on_evicted` while the shard is still locked (the AOF logs the
+    /// deletion in its place among the commands on that key).
+    fn evict(
+        &mut self,
+        db: usize,
+        hash: u64,
+        key: Key,
+        on_evicted: &mut dyn FnMut(usize, &[u8]),
+    ) -> Option<Evicted> {
+        let entry = self.remove_entry(db, hash, &key)?;
+        self.signal(db, &key);
+        on_evicted(db, &key);
+        self.stats.evicted_keys += 1;
+        Some(Evicted { db, key, entry })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keyspace::LfuTuning;
+    use crate::value::{StrValue, Value};
+
+    fn v() -> Value {
+        Value::Str(StrValue::from_bytes(b"v"))
+    }
+
+    fn evict_all(ks: &Keyspace, policy: Policy, samples: usize) -> Vec<Vec<u8>> {
+        let mut pool = EvictionPool::default();
+        std::iter::from_fn(|| ks.evict_one(policy, samples, &mut pool, &mut |_, _| {}))
+            .map(|e| e.key.to_vec())
+            .collect()
+    }
+
+    #[test]
+    fn policies_parse_and_noeviction_evicts_nothing() {
+        for name in [
+            "noeviction",
+            "allkeys-lru",
+            "allkeys-lfu",
+            "allkeys-random",
+            "volatile-lru",
+            "volatile-lfu",
+            "volatile-random",
+            "volatile-ttl",
+        ] {
+            let p = Policy::parse(name).unwrap();
+            assert_eq!(p.volatile_only(), name.starts_with("volatile"));
+        }
+        assert_eq!(Policy::parse("lru"), None);
+        let ks = Keyspace::new(1, 4);
+        ks.lock_all().set(0, b"a", v());
+        assert!(evict_all(&ks, Policy::NoEviction, 5).is_empty());
+        assert_eq!(ks.db_sizes()[0], (1, 0));
+    }
+
+    #[test]
+    fn pool_keeps_the_best_candidates_sorted() {
+        let mut pool = EvictionPool::default();
+        for i in 0..40u64 {
+            pool.cands.offer(i * 7 % 41, 0, format!("k{i}").as_bytes());
+        }
+        assert_eq!(pool.len(), POOL_SIZE);
+        let scores: Vec<u64> = pool.cands.sorted.iter().map(|c| c.score).collect();
+        assert!(scores.windows(2).all(|w| w[0] <= w[1]));
+        // The 16 highest of 40 distinct scores 0..41 (minus one) are kept.
+        assert!(scores[0] >= 40 - POOL_SIZE as u64);
+        // Offering a key again never duplicates it: a score too low for a
+        // full pool is ignored, a better one replaces the old.
+        let best = pool.cands.sorted.last().unwrap().key.clone();
+        pool.cands.offer(0, 0, &best);
+        assert_eq!(
+            pool.cands.sorted.iter().filter(|c| c.key == best).count(),
+            1
+        );
+        let second = pool.cands.sorted[POOL_SIZE - 2].key.clone();
+        pool.cands.offer(1000, 0, &second);
+        assert_eq!(
+            pool.cands.sorted.iter().filter(|c| c.key == second).count(),
+            1
+        );
+        assert_eq!(pool.cands.sorted.last().unwrap().key, second);
+        pool.cands.offer(1001, 0, &best);
+        assert_eq!(pool.cands.sorted.last().unwrap().key, best);
+        assert_eq!(pool.len(), POOL_SIZE);
+        pool.clear();
+        assert!(pool.is_empty());
+    }
+
+    /// Stores keys 0..n whose last access was `n - i` seconds ago.
+    fn aged_keys(ks: &Keyspace, n: u32) {
+        let now = crate::clock::now_ms();
+        let mut k = ks.lock_all();
+        for i in 0..n {
+            let key = format!("key:{i}");
+            k.set(0, key.as_bytes(), v());
+            k.get_mut(0, key.as_bytes())
+                .unwrap()
+                .set_access_for_test(now - u64::from(n - i) * 1000);
+        }
+    }
+
+    #[test]
+    fn lru_approximates_recency() {
+        let ks = Keyspace::new(1, 16);
+        aged_keys(&ks, 1000);
+        let mut pool = EvictionPool::default();
+        // The first half to go is mostly the older half; with 10 samples and
+        // the pool, nearly all of it.
+        let gone: Vec<usize> = (0..500)
+            .map(|_| {
+                ks.evict_one(Policy::AllKeysLru, 10, &mut pool, &mut |_, _| {})
+                    .unwrap()
+            })
+            .map(|e| {
+                std::str::from_utf8(&e.key[4..])
+                    .unwrap()
+                    .parse::<usize>()
+                    .unwrap()
+            })
+            .collect();
+        let old = gone.iter().filter(|&&i| i < 500).count();
+        assert!(old > 400, "only {old} of 500 evicted keys were old");
+        // Over a long run the very newest keys are the last to go.
+        let rest = evict_all(&ks, Policy::AllKeysLru, 10);
+        assert_eq!(rest.len(), 500);
+        assert_eq!(ks.stats().evicted_keys, 1000);
+    }
+
+    #[test]
+    fn lfu_prefers_rarely_used_keys() {
+        let ks = Keyspace::new(1, 8);
+        ks.set_lfu_tuning(LfuTuning {
+            log_factor: 0,
+            decay_minutes: 0,
+        });
+        let mut k = ks.lock_all();
+        for i in 0..100 {
+            let key = format!("k{i}");
+            k.set(0, key.as_bytes(), v());
+            if i % 2 == 0 {
+                for _ in 0..10 {
+                    k.get_read(0, key.as_bytes());
+                }
+            }
+        }
+        drop(k);
+        let gone = evict_all(&ks, Policy::AllKeysLfu, 100);
+        // Samples of 100 see every key: the 50 cold ones go first, exactly.
+        for key in &gone[..50] {
+            let i: usize = std::str::from_utf8(&key[1..]).unwrap().parse().unwrap();
+            assert_eq!(i % 2, 1, "a hot key went before a cold one");
+        }
+    }
+
+    #[test]
+    fn volatile_policies_only_take_keys_with_a_ttl() {
+        for policy in [
+            Policy::VolatileLru,
+            Policy::VolatileLfu,
+            Policy::VolatileRandom,
+            Policy::VolatileTtl,
+        ] {
+            let ks = Keyspace::new(2, 8);
+            let mut k = ks.lock_all();
+            let far = k.now() + 1_000_000;
+            for i in 0..50u64 {
+                k.set(1, format!("p{i}").as_bytes(), v());
+                k.set(1, format!("t{i}").as_bytes(), v());
+                k.set_expire(1, format!("t{i}").as_bytes(), far + i * 1000);
+            }
+            drop(k);
+            let gone = evict_all(&ks, policy, 5);
+            assert_eq!(gone.len(), 50, "{policy:?}");
+            assert!(gone.iter().all(|k| k[0] == b't'), "{policy:?}");
+            assert_eq!(ks.db_sizes()[1], (50, 0));
+        }
+    }
+
+    #[test]
+    fn volatile_ttl_takes_the_nearest_expiry_first() {
+        // One shard: a round's sample covers every key, so the order is exact.
+        let ks = Keyspace::new(1, 1);
+        let mut k = ks.lock_all();
+        let base = k.now() + 1_000_000;
+        for i in 0..20u64 {
+            k.set(0, format!("t{i:02}").as_bytes(), v());
+            k.set_expire(0, format!("t{i:02}").as_bytes(), base + i * 1000);
+        }
+        drop(k);
+        let gone = evict_all(&ks, Policy::VolatileTtl, 64);
+        let want: Vec<Vec<u8>> = (0..20).map(|i| format!("t{i:02}").into_bytes()).collect();
+        assert_eq!(gone, want);
+    }
+
+    #[test]
+    fn random_eviction_empties_every_shard_and_db() {
+        let ks = Keyspace::new(3, 16);
+        let mut k = ks.lock_all();
+        for i in 0..90 {
+            k.set(i % 3, format!("k{i}").as_bytes(), v());
+        }
+        drop(k);
+        assert_eq!(evict_all(&ks, Policy::AllKeysRandom, 5).len(), 90);
+        assert!(ks.db_sizes().iter().all(|&(n, _)| n == 0));
+    }
+
+    /// Counts the keys of the shards a snapshot visits.
+    #[derive(Default)]
+    struct CountKeys(std::sync::atomic::AtomicUsize);
+
+    impl crate::snapshot::ShardVisitor for CountKeys {
+        fn visit(&self, _index: usize, shard: &Shard) {
+            let n: usize = (0..shard.databases())
+                .map(|db| shard.entries(db).count())
+                .sum();
+            self.0.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn a_snapshot_sees_keys_evicted_after_its_cut() {
+        let ks = Keyspace::new(1, 16);
+        let mut k = ks.lock_all();
+        for i in 0..300 {
+            k.set(0, format!("k{i}").as_bytes(), v());
+        }
+        drop(k);
+        let seen = std::sync::Arc::new(CountKeys::default());
+        ks.begin_snapshot(seen.clone(), || {}).unwrap();
+        assert_eq!(evict_all(&ks, Policy::AllKeysLru, 5).len(), 300);
+        ks.drive_snapshot();
+        assert_eq!(seen.0.load(std::sync::atomic::Ordering::Relaxed), 300);
+    }
+
+    #[test]
+    fn busy_shards_are_skipped_and_watchers_told() {
+        let ks = Keyspace::new(1, 2);
+        let a: &[u8] = b"a";
+        let b = (0..)
+            .map(|i| format!("b{i}").into_bytes())
+            .find(|b| ks.shard_of(b) != ks.shard_of(a))
+            .unwrap();
+        let flag: crate::keyspace::WatchFlag = Default::default();
+        let mut k = ks.lock_all();
+        k.set(0, a, v());
+        k.set(0, &b, v());
+        k.watch(0, &b, &flag);
+        drop(k);
+        // A command holding `a`'s shard keeps `a`.
+        let held = ks.lock_keys([a]);
+        let gone = evict_all(&ks, Policy::AllKeysLru, 5);
+        assert_eq!(gone, vec![b.clone()]);
+        assert!(flag.load(std::sync::atomic::Ordering::Acquire));
+        drop(held);
+        assert_eq!(evict_all(&ks, Policy::AllKeysLru, 5), vec![a.to_vec()]);
+    }
+}
