@@ -54,7 +54,7 @@ def rss_kib(pid):
             for line in f:
                 if line.startswith("VmRSS:"):
                     return int(line.split()[1])
-    except FileNotFoundError:
+    except OSError:
         pass
     return 0
 
@@ -67,7 +67,7 @@ def private_kib(pid):
             for line in f:
                 if line.startswith(("Private_Clean:", "Private_Dirty:")):
                     total += int(line.split()[1])
-    except FileNotFoundError:
+    except OSError:  # the child just exited
         pass
     return total
 

@@ -263,7 +263,9 @@ fn persistence_rejection(server: &Server, session: &Session, cmd: CmdRef) -> Opt
     if (writes || spec.name == "ping") && crate::rdb::writes_denied(server) {
         return Some("MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.");
     }
-    if server.rdb.loading.load(Ordering::Acquire) && !spec.has(flags::LOADING) {
+    // The AOF's own replay runs while the server is loading.
+    if server.rdb.loading.load(Ordering::Acquire) && !spec.has(flags::LOADING) && !session.replaying
+    {
         return Some("LOADING Redis is loading the dataset in memory");
     }
     None

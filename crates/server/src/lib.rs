@@ -91,12 +91,6 @@ fn init_logging(config: &Config) {
 /// Binds, starts the workers, the acceptor and the background jobs, and
 /// waits until a signal or SHUTDOWN stops them.
 pub fn start(server: Arc<Server>) -> std::io::Result<()> {
-    // With appendonly on, the AOF is the dataset (it takes precedence over
-    // an RDB file) and is loaded before any client is accepted.
-    if server.config.appendonly() {
-        let loaded = aof::load::load_at_start(&server).map_err(std::io::Error::other)?;
-        aof::open_at_start(&server, loaded).map_err(std::io::Error::other)?;
-    }
     let s = server.clone();
     let aof_writer = thread::Builder::new()
         .name("vireo-aof".into())
@@ -106,7 +100,7 @@ pub fn start(server: Arc<Server>) -> std::io::Result<()> {
         .name("vireo-aof-bg".into())
         .spawn(move || aof::run_background(s))?;
     let listeners = listener::Listeners::bind(&server)?;
-    if rdb::dump_wanted_at_startup(&server) {
+    if server.config.appendonly() || rdb::dump_wanted_at_startup(&server) {
         server.rdb.loading.store(true, Ordering::Release);
     }
     let (accept_poll, accept_waker) = listener::create_poll()?;
@@ -146,8 +140,8 @@ pub fn start(server: Arc<Server>) -> std::io::Result<()> {
         std::process::id(),
         server.bound_port.load(Ordering::Relaxed)
     );
-    // Clients may connect while the dump loads; they get -LOADING.
-    let loaded = rdb::load_at_startup(&server);
+    // Clients may connect while the data loads; they get -LOADING.
+    let loaded = load_dataset(&server);
     if let Err(msg) = &loaded {
         server.shutting_down.store(true, Ordering::Release);
         tracing::error!("{msg}");
@@ -172,6 +166,18 @@ pub fn start(server: Arc<Server>) -> std::io::Result<()> {
     }
     tracing::info!("Vireo is now ready to exit, bye bye...");
     loaded.map_err(std::io::Error::other)
+}
+
+/// Loads the dataset at start-up: the AOF when `appendonly` is on (it
+/// takes precedence over a dump, as in Redis), else the dump if there is
+/// one. Err is the fatal message.
+fn load_dataset(server: &Server) -> Result<(), String> {
+    if !server.config.appendonly() {
+        return rdb::load_at_startup(server);
+    }
+    let result = aof::load::load_at_start(server).and_then(|m| aof::open_at_start(server, m));
+    server.rdb.loading.store(false, Ordering::Release);
+    result
 }
 
 /// SIGTERM and SIGINT start a clean shutdown.

@@ -406,27 +406,7 @@ fn commands_answer_loading_while_a_big_dump_loads() {
     ok(&mut con, &["DEBUG", "POPULATE", "2000000"]);
     ok(&mut con, &["SAVE"]);
     drop(redis);
-    // Started by hand: Server::start would wait for the load to finish.
-    let port = common::free_port();
-    let _child = KillOnDrop(
-        Command::new(env!("CARGO_BIN_EXE_vireo"))
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--dir"])
-            .arg(&dir)
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let mut raw = loop {
-        if let Ok(s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
-            if s.local_addr().unwrap().port() != port {
-                drop(s);
-                break common::diff::Raw::connect(port);
-            }
-        }
-        assert!(Instant::now() < deadline, "vireo did not start");
-        std::thread::sleep(Duration::from_millis(5));
-    };
+    let (_child, mut raw) = spawn_without_waiting(&dir, &[]);
     let get = |raw: &mut common::diff::Raw| raw.send(&[b"GET".to_vec(), b"key:7".to_vec()]);
     let first = get(&mut raw);
     assert_eq!(
@@ -449,6 +429,64 @@ fn commands_answer_loading_while_a_big_dump_loads() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert_eq!(raw.send(&[b"DBSIZE".to_vec()]), b":2000000\r\n".to_vec());
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Starts Vireo in `dir` and connects as soon as it accepts connections,
+/// without waiting for its data to load (Server::start would).
+fn spawn_without_waiting(dir: &std::path::Path, extra: &[&str]) -> (KillOnDrop, common::diff::Raw) {
+    let port = common::free_port();
+    let child = KillOnDrop(
+        Command::new(env!("CARGO_BIN_EXE_vireo"))
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--dir"])
+            .arg(dir)
+            .args(extra)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+            if s.local_addr().unwrap().port() != port {
+                drop(s);
+                return (child, common::diff::Raw::connect(port));
+            }
+        }
+        assert!(Instant::now() < deadline, "vireo did not start");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn commands_answer_loading_while_a_big_aof_replays() {
+    let srv = Server::start(&["--appendonly", "yes", "--aof-use-rdb-preamble", "no"]);
+    let mut con = srv.conn();
+    for chunk in 0..1000 {
+        let mut c = redis::cmd("MSET");
+        for i in 0..1000 {
+            c.arg(format!("k{}", chunk * 1000 + i)).arg(i);
+        }
+        c.query::<()>(&mut con).unwrap();
+    }
+    let dir = srv.kill_keep_dir();
+    let (_child, mut raw) = spawn_without_waiting(&dir, &["--appendonly", "yes"]);
+    let first = raw.send(&[b"GET".to_vec(), b"k1".to_vec()]);
+    assert_eq!(
+        first,
+        b"-LOADING Redis is loading the dataset in memory\r\n".to_vec(),
+        "a 1M-key AOF replays in no time?"
+    );
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while raw.send(&[b"DBSIZE".to_vec()]).starts_with(b"-LOADING") {
+        assert!(Instant::now() < deadline, "replay never finished");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(raw.send(&[b"DBSIZE".to_vec()]), b":1000000\r\n".to_vec());
+    assert_eq!(
+        raw.send(&[b"GET".to_vec(), b"k1".to_vec()]),
+        b"$1\r\n1\r\n".to_vec()
+    );
     let _ = std::fs::remove_dir_all(dir);
 }
 
