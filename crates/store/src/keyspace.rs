@@ -627,6 +627,10 @@ pub struct Keys<'a> {
     /// Keys this view deleted because their TTL had passed, as (db, key),
     /// in order, for the persistence log (Redis propagates them as DEL).
     expired: Vec<(usize, Key)>,
+    /// Position in `guards` of the shard found last: one key's expiry
+    /// check, lookup and WATCH signal ask for the same shard in a row
+    /// (callgrind: the repeated binary searches cost MSET ~7%).
+    last_pos: usize,
 }
 
 impl<'a> Keys<'a> {
@@ -638,6 +642,7 @@ impl<'a> Keys<'a> {
             now: now_ms(),
             touch: true,
             expired: Vec::new(),
+            last_pos: 0,
         }
     }
 
@@ -733,7 +738,16 @@ impl<'a> Keys<'a> {
         if self.holds_all() {
             return Some(&mut self.guards[idx].1);
         }
-        let pos = self.guards.binary_search_by_key(&idx, |(i, _)| *i).ok()?;
+        // `last_pos` may be stale after `try_hold` inserted a guard: the
+        // index check makes that harmless.
+        let pos = match self.guards.get(self.last_pos) {
+            Some((i, _)) if *i == idx => self.last_pos,
+            _ => {
+                let pos = self.guards.binary_search_by_key(&idx, |(i, _)| *i).ok()?;
+                self.last_pos = pos;
+                pos
+            }
+        };
         Some(&mut self.guards[pos].1)
     }
 
