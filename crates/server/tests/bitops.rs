@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{q, Server};
+use common::{err, ok, Server};
 use redis::{Connection, Value};
 
 const SYNTAX: &str = "ERR syntax error";
@@ -24,24 +24,11 @@ fn qb(con: &mut Connection, args: &[&[u8]]) -> redis::RedisResult<Value> {
     c.query(con)
 }
 
-/// Runs a command that must succeed.
-fn ok(con: &mut Connection, args: &[&str]) -> Value {
-    q(con, args).unwrap_or_else(|e| panic!("{args:?} failed: {e}"))
-}
-
 /// Runs a command that must answer an integer.
 fn int(con: &mut Connection, args: &[&str]) -> i64 {
     match ok(con, args) {
         Value::Int(n) => n,
         v => panic!("{args:?} replied {v:?}"),
-    }
-}
-
-/// Runs a command that must fail; returns "CODE detail".
-fn err(con: &mut Connection, args: &[&str]) -> String {
-    match q(con, args) {
-        Ok(v) => panic!("{args:?} should fail, got {v:?}"),
-        Err(e) => format!("{} {}", e.code().unwrap_or("?"), e.detail().unwrap_or("")),
     }
 }
 

@@ -6,7 +6,7 @@ mod common;
 use std::collections::HashSet;
 use std::time::Duration;
 
-use common::{q, raw_exchange, Server};
+use common::{err, ok, raw_exchange, Server};
 use redis::{Connection, Value};
 
 const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
@@ -21,19 +21,6 @@ fn int(n: i64) -> Value {
 
 fn bulks(items: &[&str]) -> Value {
     Value::Array(items.iter().map(|s| bulk(s)).collect())
-}
-
-/// Runs a command that must succeed.
-fn ok(con: &mut Connection, args: &[&str]) -> Value {
-    q(con, args).unwrap_or_else(|e| panic!("{args:?} failed: {e}"))
-}
-
-/// Runs a command that must fail; returns "CODE detail".
-fn err(con: &mut Connection, args: &[&str]) -> String {
-    match q(con, args) {
-        Ok(v) => panic!("{args:?} should fail, got {v:?}"),
-        Err(e) => format!("{} {}", e.code().unwrap_or("?"), e.detail().unwrap_or("")),
-    }
 }
 
 /// The strings of an array reply.

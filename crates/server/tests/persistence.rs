@@ -267,7 +267,7 @@ fn shutdown_saves_only_when_asked_or_configured() {
     let srv = Server::start(&[]);
     let mut con = srv.conn();
     ok(&mut con, &["SET", "a", "1"]);
-    let _ = q_ignore(&mut con, &["SHUTDOWN"]);
+    let _ = common::q(&mut con, &["SHUTDOWN"]);
     let dir = srv.kill_keep_dir();
     assert!(dir.join("dump.rdb").exists());
     let srv = Server::start_in(dir, &["--save", ""]);
@@ -279,7 +279,7 @@ fn shutdown_saves_only_when_asked_or_configured() {
     // No save points: SHUTDOWN does not save, SHUTDOWN SAVE does, and
     // SHUTDOWN NOSAVE never does.
     ok(&mut con, &["SET", "a", "2"]);
-    let _ = q_ignore(&mut con, &["SHUTDOWN"]);
+    let _ = common::q(&mut con, &["SHUTDOWN"]);
     let srv = Server::start_in(srv.kill_keep_dir(), &["--save", ""]);
     let mut con = srv.conn();
     assert_eq!(
@@ -287,7 +287,7 @@ fn shutdown_saves_only_when_asked_or_configured() {
         Value::BulkString(b"1".to_vec())
     );
     ok(&mut con, &["SET", "a", "3"]);
-    let _ = q_ignore(&mut con, &["SHUTDOWN", "SAVE"]);
+    let _ = common::q(&mut con, &["SHUTDOWN", "SAVE"]);
     let srv = Server::start_in(srv.kill_keep_dir(), &[]);
     let mut con = srv.conn();
     assert_eq!(
@@ -295,18 +295,13 @@ fn shutdown_saves_only_when_asked_or_configured() {
         Value::BulkString(b"3".to_vec())
     );
     ok(&mut con, &["SET", "a", "4"]);
-    let _ = q_ignore(&mut con, &["SHUTDOWN", "NOSAVE"]);
+    let _ = common::q(&mut con, &["SHUTDOWN", "NOSAVE"]);
     let srv = Server::start_in(srv.kill_keep_dir(), &[]);
     let mut con = srv.conn();
     assert_eq!(
         ok(&mut con, &["GET", "a"]),
         Value::BulkString(b"3".to_vec())
     );
-}
-
-/// Sends a command whose connection the server closes (SHUTDOWN).
-fn q_ignore(con: &mut Connection, args: &[&str]) -> redis::RedisResult<Value> {
-    common::q(con, args)
 }
 
 #[test]
@@ -347,7 +342,7 @@ fn failed_bgsave_stops_writes_with_misconf() {
         &["CONFIG", "SET", "dir", doomed.to_str().unwrap()],
     );
     std::fs::remove_dir_all(&doomed).unwrap();
-    let reply = q_ignore(&mut con, &["BGSAVE"]);
+    let reply = common::q(&mut con, &["BGSAVE"]);
     if reply.is_ok() {
         wait_bgsave_done(&mut con);
     }

@@ -7,25 +7,12 @@ mod common;
 use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
-use common::{q, Server};
+use common::{err, ok, Server};
 use redis::{Connection, Value};
 
 const SYNTAX: &str = "ERR syntax error";
 const NOT_INT: &str = "ERR value is not an integer or out of range";
 const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
-
-/// Runs a command that must succeed.
-fn ok(con: &mut Connection, args: &[&str]) -> Value {
-    q(con, args).unwrap_or_else(|e| panic!("{args:?} failed: {e}"))
-}
-
-/// Runs a command that must fail; returns "CODE detail".
-fn err(con: &mut Connection, args: &[&str]) -> String {
-    match q(con, args) {
-        Ok(v) => panic!("{args:?} should fail, got {v:?}"),
-        Err(e) => format!("{} {}", e.code().unwrap_or("?"), e.detail().unwrap_or("")),
-    }
-}
 
 fn int(con: &mut Connection, args: &[&str]) -> i64 {
     match ok(con, args) {

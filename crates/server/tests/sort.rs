@@ -4,24 +4,11 @@
 
 mod common;
 
-use common::{q, Server};
+use common::{err, ok, Server};
 use redis::{Connection, Value};
 
 const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 const NOT_DOUBLE: &str = "ERR One or more scores can't be converted into double";
-
-/// Runs a command that must succeed.
-fn ok(con: &mut Connection, args: &[&str]) -> Value {
-    q(con, args).unwrap_or_else(|e| panic!("{args:?} failed: {e}"))
-}
-
-/// Runs a command that must fail; returns "CODE detail".
-fn err(con: &mut Connection, args: &[&str]) -> String {
-    match q(con, args) {
-        Ok(v) => panic!("{args:?} should fail, got {v:?}"),
-        Err(e) => format!("{} {}", e.code().unwrap_or("?"), e.detail().unwrap_or("")),
-    }
-}
 
 /// An array reply as strings, nulls as "(nil)".
 fn strs(con: &mut Connection, args: &[&str]) -> Vec<String> {

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{q, Server};
+use common::{err, ok, q, Server};
 use redis::{Connection, Value};
 
 const SYNTAX: &str = "ERR syntax error";
@@ -22,19 +22,6 @@ fn int(n: i64) -> Value {
 
 fn arr(items: Vec<Value>) -> Value {
     Value::Array(items)
-}
-
-/// Runs a command that must succeed.
-fn ok(con: &mut Connection, args: &[&str]) -> Value {
-    q(con, args).unwrap_or_else(|e| panic!("{args:?} failed: {e}"))
-}
-
-/// Runs a command that must fail; returns "CODE detail".
-fn err(con: &mut Connection, args: &[&str]) -> String {
-    match q(con, args) {
-        Ok(v) => panic!("{args:?} should fail, got {v:?}"),
-        Err(e) => format!("{} {}", e.code().unwrap_or("?"), e.detail().unwrap_or("")),
-    }
 }
 
 fn pttl(con: &mut Connection, key: &str) -> i64 {
