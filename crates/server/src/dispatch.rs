@@ -240,10 +240,7 @@ fn oom_rejection(server: &Server, session: &Session, cmd: CmdRef) -> Option<&'st
         return None;
     }
     let name = cmd.spec.name;
-    let queue_denyoom =
-        |m: &crate::session::MultiState| m.queue.iter().any(|(c, _)| c.spec.has(flags::DENYOOM));
-    let reject = cmd.spec.has(flags::DENYOOM)
-        || (name == "exec" && session.multi.as_ref().is_some_and(queue_denyoom))
+    let reject = has_flag_or_queued(session, cmd, flags::DENYOOM)
         // Queuing itself takes memory without bound.
         || (session.in_multi() && !matches!(name, "exec" | "discard" | "quit" | "reset"));
     reject.then_some("OOM command not allowed when used memory > 'maxmemory'.")
@@ -254,13 +251,9 @@ fn oom_rejection(server: &Server, session: &Session, cmd: CmdRef) -> Option<&'st
 /// anything not flagged `loading` while the dataset loads.
 fn persistence_rejection(server: &Server, session: &Session, cmd: CmdRef) -> Option<&'static str> {
     let spec = cmd.spec;
-    let writes = spec.has(flags::WRITE)
-        || (spec.name == "exec"
-            && session
-                .multi
-                .as_ref()
-                .is_some_and(|m| m.queue.iter().any(|(c, _)| c.spec.has(flags::WRITE))));
-    if (writes || spec.name == "ping") && crate::rdb::writes_denied(server) {
+    if crate::rdb::writes_denied(server)
+        && (spec.name == "ping" || has_flag_or_queued(session, cmd, flags::WRITE))
+    {
         return Some("MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.");
     }
     // The AOF's own replay runs while the server is loading.
@@ -285,14 +278,19 @@ fn is_paused_for(server: &Server, session: &Session, cmd: CmdRef) -> bool {
     if mode == 2 {
         return true;
     }
-    let writes = spec.has(flags::WRITE) || spec.has(flags::MAY_REPLICATE);
-    let exec_writes = spec.name == "exec"
-        && session.multi.as_ref().is_some_and(|m| {
-            m.queue
-                .iter()
-                .any(|(c, _)| c.spec.has(flags::WRITE) || c.spec.has(flags::MAY_REPLICATE))
-        });
-    writes || exec_writes
+    has_flag_or_queued(session, cmd, flags::WRITE | flags::MAY_REPLICATE)
+}
+
+/// Whether `cmd` has any of the `flags` bits or, for EXEC, any command
+/// queued in the transaction does (Redis judges an EXEC by its contents
+/// for OOM, MISCONF and CLIENT PAUSE WRITE).
+fn has_flag_or_queued(session: &Session, cmd: CmdRef, flags: u32) -> bool {
+    cmd.spec.has(flags)
+        || (cmd.spec.name == "exec"
+            && session
+                .multi
+                .as_ref()
+                .is_some_and(|m| m.queue.iter().any(|(c, _)| c.spec.has(flags))))
 }
 
 /// Locks what the command needs, in ascending shard order.
