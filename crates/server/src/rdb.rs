@@ -163,39 +163,31 @@ impl ShardVisitor for ChunkVisitor {
 
 /// Starts a snapshot of every database into the dump file. Returns once the
 /// cut is taken; the returned receiver yields the outcome when the file is
-/// complete. `dirty_at_cut` is the change count the save will cover.
+/// complete.
+///
+/// The writer thread starts before the cut: from the cut on, any command
+/// touching a shard serializes it and hands the chunk over through a
+/// bounded channel, so a consumer started later could be waited for by a
+/// command holding a shard lock that the starting thread itself needs.
 fn start_snapshot(server: &Arc<Server>) -> Result<Receiver<SaveOutcome>, SaveError> {
     let state = &server.rdb;
     let seq = state.temp_seq.fetch_add(1, Ordering::Relaxed);
     let temp = PathBuf::from(format!("temp-{}-{seq}.rdb", std::process::id()));
     let file = File::create(&temp)?;
+    let cleanup = temp.clone();
     let (tx, rx) = sync_channel(CHUNKS_IN_FLIGHT);
-    let visitor = Arc::new(ChunkVisitor {
-        chunks: tx,
-        opts: server.config.rdb_encode_options(),
-        now_ms: now_ms(),
-        server: server.clone(),
-    });
-    let mut dirty_at_cut = 0;
-    let started = server.keyspace.begin_snapshot(visitor, || {
-        dirty_at_cut = server.total_dirty();
-    });
-    if let Err(e) = started {
-        let _ = std::fs::remove_file(&temp);
-        return Err(e.into());
-    }
-    let total: usize = server.keyspace.db_sizes().iter().map(|(k, _)| k).sum();
-    state.keys_total.store(total as u64, Ordering::Relaxed);
-    state.keys_processed.store(0, Ordering::Relaxed);
-    let driver = server.clone();
-    std::thread::Builder::new()
-        .name("vireo-snapshot".into())
-        .spawn(move || driver.keyspace.drive_snapshot())?;
+    // The change count at the cut, or `None` when no cut was taken and the
+    // writer must discard the file.
+    let (cut_tx, cut_rx) = sync_channel::<Option<u64>>(1);
     let (done_tx, done_rx) = sync_channel(1);
     let writer = server.clone();
-    std::thread::Builder::new()
+    let spawned = std::thread::Builder::new()
         .name("vireo-rdb-writer".into())
         .spawn(move || {
+            let Ok(Some(dirty_at_cut)) = cut_rx.recv() else {
+                let _ = std::fs::remove_file(&temp);
+                return;
+            };
             let result = write_file(&writer, file, rx, &temp)
                 .and_then(|()| std::fs::rename(&temp, dump_path(&writer)))
                 .and_then(|()| sync_dir(Path::new(".")));
@@ -206,7 +198,43 @@ fn start_snapshot(server: &Arc<Server>) -> Result<Receiver<SaveOutcome>, SaveErr
                 result,
                 dirty_at_cut,
             });
-        })?;
+        });
+    if let Err(e) = spawned {
+        let _ = std::fs::remove_file(cleanup);
+        return Err(e.into());
+    }
+    let visitor = Arc::new(ChunkVisitor {
+        chunks: tx,
+        opts: server.config.rdb_encode_options(),
+        now_ms: now_ms(),
+        server: server.clone(),
+    });
+    let mut dirty_at_cut = 0;
+    let started = server.keyspace.begin_snapshot(visitor, || {
+        dirty_at_cut = server.total_dirty();
+        // No shard can be visited while the cut holds them all.
+        state.keys_processed.store(0, Ordering::Relaxed);
+    });
+    let keys_at_cut = match started {
+        Ok(keys) => keys,
+        Err(busy) => {
+            let _ = cut_tx.send(None);
+            return Err(busy.into());
+        }
+    };
+    let _ = cut_tx.send(Some(dirty_at_cut));
+    state
+        .keys_total
+        .store(keys_at_cut as u64, Ordering::Relaxed);
+    let driver = server.clone();
+    let driving = std::thread::Builder::new()
+        .name("vireo-snapshot".into())
+        .spawn(move || driver.keyspace.drive_snapshot());
+    if driving.is_err() {
+        // Without a driver the snapshot would wait for commands to touch
+        // every shard; finish it here instead.
+        server.keyspace.drive_snapshot();
+    }
     Ok(done_rx)
 }
 
@@ -307,8 +335,11 @@ fn finish(server: &Server, outcome: &SaveOutcome, background: bool) {
 /// first, as Redis's synchronous save would simply follow it.
 pub fn save(server: &Arc<Server>) -> Result<(), SaveError> {
     let done = loop {
+        while server.keyspace.snapshot_in_progress() {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
         match start_snapshot(server) {
-            Err(SaveError::Busy) => std::thread::sleep(std::time::Duration::from_millis(5)),
+            Err(SaveError::Busy) => continue,
             other => break other?,
         }
     };

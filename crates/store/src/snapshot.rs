@@ -53,24 +53,30 @@ impl Keyspace {
     /// command is half-way through, so anything it records (an AOF file
     /// switch) splits the command stream exactly at the snapshot.
     ///
-    /// Returns at once; call [`Keyspace::drive_snapshot`] from a background
-    /// thread to make sure every shard gets visited.
+    /// Returns at once with the number of keys (every database) at the cut;
+    /// call [`Keyspace::drive_snapshot`] from a background thread to make
+    /// sure every shard gets visited. Shards may be handed to the visitor
+    /// from the moment this returns, so whatever consumes its output must
+    /// already be running: a visitor that waits for a consumer which is only
+    /// started afterwards stalls every command touching a pending shard.
     pub fn begin_snapshot(
         &self,
         visitor: Arc<dyn ShardVisitor>,
         at_cut: impl FnOnce(),
-    ) -> Result<(), SnapshotBusy> {
+    ) -> Result<usize, SnapshotBusy> {
         let n = self.shards.len();
         self.snapshot_left
             .compare_exchange(0, n, Ordering::AcqRel, Ordering::Acquire)
             .map_err(|_| SnapshotBusy)?;
         let mut guards: Vec<_> = self.shards.iter().map(|s| s.lock()).collect();
+        let mut keys = 0;
         for g in &mut guards {
             g.pending_visit = Some(Arc::clone(&visitor));
+            keys += g.dbs.iter().map(|t| t.keys.len()).sum::<usize>();
         }
         at_cut();
         drop(guards);
-        Ok(())
+        Ok(keys)
     }
 
     /// Visits every shard the snapshot has not reached yet, one lock at a
@@ -170,8 +176,9 @@ mod tests {
         }
         let c = Arc::new(Collect::default());
         let mut cut_ran = false;
-        ks.begin_snapshot(c.clone(), || cut_ran = true).unwrap();
+        let keys_at_cut = ks.begin_snapshot(c.clone(), || cut_ran = true).unwrap();
         assert!(cut_ran);
+        assert_eq!(keys_at_cut, 200);
         assert!(ks.snapshot_in_progress());
         // Writes after the cut: overwrite, add, delete.
         for i in 0..100 {

@@ -10,6 +10,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+/// How long a test waits for any reply before failing.
+pub const REPLY_TIMEOUT: Duration = Duration::from_secs(120);
+
 /// A running server process, killed when dropped.
 pub struct Server {
     child: Child,
@@ -97,9 +100,13 @@ impl Server {
         panic!("vireo did not start");
     }
 
-    /// A new connection.
+    /// A new connection whose replies time out after two minutes, so a server
+    /// that stops answering fails the test instead of hanging the run.
     pub fn conn(&self) -> redis::Connection {
-        self.client().get_connection().expect("connect")
+        let con = self.client().get_connection().expect("connect");
+        con.set_read_timeout(Some(REPLY_TIMEOUT))
+            .expect("read timeout");
+        con
     }
 
     /// A client for this server.
