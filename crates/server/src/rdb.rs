@@ -3,9 +3,9 @@
 //! in [`vireo_store::rdb`].
 //!
 //! A save is a point-in-time snapshot ([`vireo_store::snapshot`]): the cut
-//! is taken with every shard locked for an instant, then each shard is
-//! serialized by whichever thread touches it first (a worker about to
-//! change it, or the save's own driver thread) and the serialized chunks are
+//! is taken with every shard locked for an instant; from then on a write
+//! keeps the cut's version of the entry it changes, while the save's driver
+//! thread serializes shard after shard and the serialized chunks are
 //! written to `temp-<pid>-<n>.rdb` by a writer thread, which checksums them
 //! in order, syncs and renames the file over `dbfilename`. Workers keep
 //! serving throughout; a SAVE only holds up its own connection's worker.
@@ -19,9 +19,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use vireo_store::clock::now_ms;
-use vireo_store::keyspace::Shard;
 use vireo_store::rdb::{self, EncodeOptions, Item, Loader};
-use vireo_store::snapshot::{ShardVisitor, SnapshotBusy};
+use vireo_store::snapshot::{ShardImage, ShardVisitor, SnapshotBusy};
 
 use crate::server::{Server, REDIS_VERSION};
 
@@ -29,7 +28,7 @@ use crate::server::{Server, REDIS_VERSION};
 /// snapshot costs beyond the data (about 16/1024 of the dataset's
 /// serialized size) and throttles the threads serializing when the disk
 /// is slower than they are.
-const CHUNKS_IN_FLIGHT: usize = 16;
+pub(crate) const CHUNKS_IN_FLIGHT: usize = 16;
 
 /// Redis waits this long before retrying a failed automatic BGSAVE
 /// (`CONFIG_BGSAVE_RETRY_DELAY`).
@@ -137,16 +136,15 @@ struct ChunkVisitor {
 }
 
 impl ShardVisitor for ChunkVisitor {
-    fn visit(&self, _index: usize, shard: &Shard) {
+    fn visit(&self, _index: usize, image: &ShardImage<'_>) {
         let mut out = Vec::new();
         let mut keys = 0;
-        for db in 0..shard.databases() {
-            let entries = shard.entries(db);
-            if entries.len() == 0 {
+        for db in 0..image.databases() {
+            if image.is_empty(db) {
                 continue;
             }
             rdb::write_select_db(&mut out, db);
-            for (key, entry) in entries {
+            for (key, entry) in image.entries(db) {
                 rdb::write_entry(&mut out, key, entry, self.now_ms, &self.opts);
                 keys += 1;
             }
@@ -165,10 +163,10 @@ impl ShardVisitor for ChunkVisitor {
 /// cut is taken; the returned receiver yields the outcome when the file is
 /// complete.
 ///
-/// The writer thread starts before the cut: from the cut on, any command
-/// touching a shard serializes it and hands the chunk over through a
-/// bounded channel, so a consumer started later could be waited for by a
-/// command holding a shard lock that the starting thread itself needs.
+/// The writer thread starts before the cut: from the cut on, a FLUSHDB or
+/// SWAPDB serializes the shards it empties and hands the chunks over
+/// through a bounded channel while holding every shard lock, so the
+/// consumer must not need anything that waits for those locks to start.
 fn start_snapshot(server: &Arc<Server>) -> Result<Receiver<SaveOutcome>, SaveError> {
     let state = &server.rdb;
     let seq = state.temp_seq.fetch_add(1, Ordering::Relaxed);

@@ -513,9 +513,9 @@ mod tests {
     struct CountKeys(std::sync::atomic::AtomicUsize);
 
     impl crate::snapshot::ShardVisitor for CountKeys {
-        fn visit(&self, _index: usize, shard: &Shard) {
-            let n: usize = (0..shard.databases())
-                .map(|db| shard.entries(db).count())
+        fn visit(&self, _index: usize, image: &crate::snapshot::ShardImage<'_>) {
+            let n: usize = (0..image.databases())
+                .map(|db| image.entries(db).count())
                 .sum();
             self.0.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
         }

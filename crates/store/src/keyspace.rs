@@ -23,7 +23,7 @@ use smallvec::SmallVec;
 
 use crate::clock::now_ms;
 use crate::dict::{hash_key, Dict};
-use crate::snapshot::ShardVisitor;
+use crate::snapshot::Pending;
 use crate::value::Value;
 
 /// A key as stored: an owned byte string.
@@ -291,8 +291,10 @@ pub struct Shard {
     pub(crate) stats: ShardStats,
     /// Where values this shard expires go.
     disposal: Arc<Disposal>,
-    /// The snapshot this shard still owes its pre-cut contents to.
-    pub(crate) pending_visit: Option<Arc<dyn ShardVisitor>>,
+    /// The snapshot this shard still owes its pre-cut contents to, with
+    /// the entries changed since the cut (boxed: rare, and the shard array
+    /// stays small).
+    pub(crate) pending: Option<Box<Pending>>,
 }
 
 impl Shard {
@@ -302,12 +304,14 @@ impl Shard {
             watchers: HashMap::new(),
             stats: ShardStats::default(),
             disposal,
-            pending_visit: None,
+            pending: None,
         }
     }
 
-    /// Removes `key` from `db` (and from the TTL index).
+    /// Removes `key` from `db` (and from the TTL index), keeping it for a
+    /// pending snapshot first.
     pub(crate) fn remove_entry(&mut self, db: usize, hash: u64, key: &[u8]) -> Option<Entry> {
+        self.preserve(db, hash, key);
         self.dbs[db].remove(hash, key)
     }
 
@@ -351,7 +355,7 @@ impl Shard {
             None => return false,
         };
         if expired {
-            if let Some(e) = self.dbs[db].remove(hash, key) {
+            if let Some(e) = self.remove_entry(db, hash, key) {
                 self.disposal.expired(e.value);
             }
             self.stats.expired_keys += 1;
@@ -433,12 +437,8 @@ impl Keyspace {
     }
 
     /// Locks shard `i` if no one holds it (eviction never waits).
-    /// Like [`Keyspace::lock_shard`], it first hands the shard to a pending
-    /// snapshot, so an eviction never changes what a snapshot sees.
     pub(crate) fn try_lock_shard(&self, i: usize) -> Option<MutexGuard<'_, Shard>> {
-        let mut g = self.shards[i].try_lock()?;
-        self.settle_snapshot(i, &mut g);
-        Some(g)
+        self.shards[i].try_lock()
     }
 
     /// Number of logical databases.
@@ -500,12 +500,9 @@ impl Keyspace {
         Keys::new(self, SmallVec::new(), true)
     }
 
-    /// Locks shard `i` for reading or changing its data, after handing it
-    /// to a pending snapshot (see [`crate::snapshot`]).
+    /// Locks shard `i` for reading or changing its data.
     pub(crate) fn lock_shard(&self, i: usize) -> MutexGuard<'_, Shard> {
-        let mut g = self.shards[i].lock();
-        self.settle_snapshot(i, &mut g);
-        g
+        self.shards[i].lock()
     }
 
     /// Sums every shard's counters.
@@ -596,7 +593,7 @@ fn expire_sample(
         }
     });
     for k in &due {
-        if let Some(e) = table.remove(hash_key(k), k) {
+        if let Some(e) = shard.remove_entry(db, hash_key(k), k) {
             shard.disposal.expired(e.value);
         }
         on_expired(db, k);
@@ -706,8 +703,7 @@ impl<'a> Keys<'a> {
             return false;
         }
         match self.ks.shards[idx].try_lock() {
-            Some(mut g) => {
-                self.ks.settle_snapshot(idx, &mut g);
+            Some(g) => {
                 self.guards.insert(pos, (idx, g));
                 true
             }
@@ -761,14 +757,25 @@ impl<'a> Keys<'a> {
     }
 
     /// The lookup behind every accessor: deletes the key first if expired,
-    /// counts a keyspace hit or miss when `stats`, and records an access when
-    /// `touch`.
-    fn lookup(&mut self, db: usize, key: &[u8], stats: bool, touch: bool) -> Option<&mut Entry> {
+    /// keeps the entry for a pending snapshot when the caller may `change`
+    /// it, counts a keyspace hit or miss when `stats`, and records an access
+    /// when `touch`.
+    fn lookup(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        change: bool,
+        stats: bool,
+        touch: bool,
+    ) -> Option<&mut Entry> {
         let hash = hash_key(key);
         let now = self.now;
         let tuning = self.ks.lfu_tuning();
         let expired = self.expire_held(db, hash, key);
         let shard = self.shard(hash);
+        if change {
+            shard.preserve(db, hash, key);
+        }
         let entry = if expired {
             None
         } else {
@@ -792,7 +799,7 @@ impl<'a> Keys<'a> {
     /// keyspace hits or misses.
     pub fn get_mut(&mut self, db: usize, key: &[u8]) -> Option<&mut Entry> {
         let touch = self.touch;
-        self.lookup(db, key, false, touch)
+        self.lookup(db, key, true, false, touch)
     }
 
     /// Shared access to a live entry with no side effects (no expiry
@@ -822,29 +829,32 @@ impl<'a> Keys<'a> {
     }
 
     /// Looks a key up for a read command: like [`Keys::get_mut`], and counts
-    /// a keyspace hit or miss.
+    /// a keyspace hit or miss. The caller must not change the value (it may
+    /// change internal state no reader can observe, such as an iteration
+    /// cache): unlike [`Keys::get_mut`], this does not keep the entry for a
+    /// pending snapshot.
     pub fn get_read(&mut self, db: usize, key: &[u8]) -> Option<&mut Entry> {
         let touch = self.touch;
-        self.lookup(db, key, true, touch)
+        self.lookup(db, key, false, true, touch)
     }
 
     /// Like [`Keys::get_read`] but never records an access, for commands
     /// that inspect a key without using it (TYPE, EXISTS, TTL, OBJECT: Redis's
     /// `LOOKUP_NOTOUCH`).
     pub fn get_read_no_touch(&mut self, db: usize, key: &[u8]) -> Option<&mut Entry> {
-        self.lookup(db, key, true, false)
+        self.lookup(db, key, false, true, false)
     }
 
     /// A read lookup that always records an access, even for a no-touch
     /// view (TOUCH). True if the key exists.
     pub fn touch(&mut self, db: usize, key: &[u8]) -> bool {
-        self.lookup(db, key, true, true).is_some()
+        self.lookup(db, key, false, true, true).is_some()
     }
 
     /// True if `key` exists (and is not expired). Neither counts statistics
     /// nor records an access.
     pub fn contains(&mut self, db: usize, key: &[u8]) -> bool {
-        self.lookup(db, key, false, false).is_some()
+        self.lookup(db, key, false, false, false).is_some()
     }
 
     /// Stores `value` under `key`, dropping any TTL; returns the old entry.
@@ -856,7 +866,7 @@ impl<'a> Keys<'a> {
     pub fn set_keep_ttl(&mut self, db: usize, key: &[u8], value: Value) -> Option<Entry> {
         let now = self.now;
         let decay = self.ks.lfu_tuning().decay_minutes;
-        match self.lookup(db, key, false, false) {
+        match self.lookup(db, key, true, false, false) {
             Some(e) => {
                 let mut fresh = Entry::new(value).with_expire(e.expire_at());
                 fresh.stamp_new(now, Some(e), decay);
@@ -876,6 +886,7 @@ impl<'a> Keys<'a> {
         let decay = self.ks.lfu_tuning().decay_minutes;
         self.expire_held(db, hash, key);
         let shard = self.shard(hash);
+        shard.preserve(db, hash, key);
         let table = &mut shard.dbs[db];
         let new_ttl = entry.expire_at != 0;
         let old = match table.keys.get_mut(hash, key) {
@@ -904,14 +915,14 @@ impl<'a> Keys<'a> {
         if self.expire_held(db, hash, key) {
             return None;
         }
-        self.shard(hash).dbs[db].remove(hash, key)
+        self.shard(hash).remove_entry(db, hash, key)
     }
 
     /// Sets the absolute expiry (Unix ms) of an existing key; false if the
     /// key does not exist. Not an access to the key.
     pub fn set_expire(&mut self, db: usize, key: &[u8], at_ms: u64) -> bool {
         let hash = hash_key(key);
-        let Some(e) = self.lookup(db, key, false, false) else {
+        let Some(e) = self.lookup(db, key, true, false, false) else {
             return false;
         };
         let had = e.expire_at != 0;
@@ -927,7 +938,7 @@ impl<'a> Keys<'a> {
     /// Removes the TTL of `key`; true if it had one. Not an access to the key.
     pub fn persist(&mut self, db: usize, key: &[u8]) -> bool {
         let hash = hash_key(key);
-        let Some(e) = self.lookup(db, key, false, false) else {
+        let Some(e) = self.lookup(db, key, true, false, false) else {
             return false;
         };
         if e.expire_at == 0 {
@@ -1090,8 +1101,11 @@ impl<'a> Keys<'a> {
     /// removed tables so the caller can free them off the request path.
     pub fn flush_db(&mut self, db: usize) -> Flushed {
         let mut tables = Vec::new();
+        let ks = self.ks;
         for i in 0..self.ks.shard_count() {
             self.with_shard(i, |s| {
+                // Keeping every entry would copy the shard: hand it over.
+                ks.settle_snapshot(i, s);
                 s.signal_existing(&[db]);
                 tables.push(std::mem::take(&mut s.dbs[db]));
             });
@@ -1102,8 +1116,10 @@ impl<'a> Keys<'a> {
     /// Swaps two databases (SWAPDB), telling watchers of keys that exist in
     /// either.
     pub fn swap_db(&mut self, a: usize, b: usize) {
+        let ks = self.ks;
         for i in 0..self.ks.shard_count() {
             self.with_shard(i, |s| {
+                ks.settle_snapshot(i, s);
                 s.signal_existing(&[a, b]);
                 s.dbs.swap(a, b);
             });

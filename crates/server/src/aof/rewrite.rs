@@ -18,9 +18,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use vireo_resp::number::format_double;
-use vireo_store::keyspace::{Entry, Shard};
+use vireo_store::keyspace::Entry;
 use vireo_store::rdb;
-use vireo_store::snapshot::ShardVisitor;
+use vireo_store::snapshot::{ShardImage, ShardVisitor};
 use vireo_store::value::Value;
 
 use super::manifest::Manifest;
@@ -139,12 +139,12 @@ struct BaseChunks {
 }
 
 impl ShardVisitor for BaseChunks {
-    fn visit(&self, _index: usize, shard: &Shard) {
+    fn visit(&self, _index: usize, image: &ShardImage<'_>) {
         let mut buf = Vec::new();
         let opts = rdb::EncodeOptions::default();
-        for db in 0..shard.databases() {
+        for db in 0..image.databases() {
             let mut selected = false;
-            for (key, entry) in shard.entries(db) {
+            for (key, entry) in image.entries(db) {
                 if entry.expire_at().is_some_and(|at| at < self.now_ms) {
                     continue;
                 }
@@ -171,8 +171,9 @@ impl ShardVisitor for BaseChunks {
 
 /// Writes a base file of the data at a point-in-time cut to `path`
 /// (synced), running `at_cut` at the cut with every shard locked. Commands
-/// keep running meanwhile; shards are serialized by whoever touches them
-/// first, the rest by this thread. Returns the file's size.
+/// keep running meanwhile (the shards keep the cut's version of what they
+/// change) while this thread serializes shard after shard. Returns the
+/// file's size.
 pub fn write_base(
     server: &Server,
     path: &Path,
@@ -180,7 +181,7 @@ pub fn write_base(
     at_cut: impl FnOnce(),
 ) -> std::io::Result<u64> {
     let ks = &server.keyspace;
-    let (tx, rx) = crossbeam_channel::unbounded();
+    let (tx, rx) = crossbeam_channel::bounded(crate::rdb::CHUNKS_IN_FLIGHT);
     let now_ms = vireo_store::clock::now_ms();
     let visitor = Arc::new(BaseChunks { tx, now_ms, format });
     if ks.begin_snapshot(visitor, at_cut).is_err() {
