@@ -950,6 +950,11 @@ impl Config {
             n => n,
         }
     }
+    /// `rdb-key-save-delay`: microseconds a save waits per key written
+    /// (a testing aid, as in Redis; 0 or less: none).
+    pub fn rdb_key_save_delay_us(&self) -> u64 {
+        u64::try_from(self.num("rdb-key-save-delay")).unwrap_or(0)
+    }
     /// `databases`.
     pub fn databases(&self) -> usize {
         self.num("databases") as usize

@@ -65,6 +65,14 @@ pub struct RdbState {
     pub last_load_keys_expired: AtomicU64,
     /// Numbers temporary file names so two saves never share one.
     temp_seq: AtomicU64,
+    /// Numbers the saves' cuts in order (taken with every shard locked).
+    cut_seq: AtomicU64,
+    /// Saves whose cut is numbered below this were superseded by a
+    /// FLUSHALL and must neither serialize more nor replace the dump.
+    superseded_below: AtomicU64,
+    /// Held while a dump is installed, so a superseded save cannot rename
+    /// its file over a newer one.
+    installing: parking_lot::Mutex<()>,
 }
 
 impl Default for RdbState {
@@ -86,6 +94,9 @@ impl Default for RdbState {
             last_load_keys_loaded: AtomicU64::new(0),
             last_load_keys_expired: AtomicU64::new(0),
             temp_seq: AtomicU64::new(0),
+            cut_seq: AtomicU64::new(0),
+            superseded_below: AtomicU64::new(0),
+            installing: parking_lot::Mutex::new(()),
         }
     }
 }
@@ -126,10 +137,18 @@ pub fn dump_path(server: &Server) -> PathBuf {
     PathBuf::from(server.config.dbfilename())
 }
 
+/// One serialized shard on its way to the writer thread.
+struct Chunk {
+    bytes: Vec<u8>,
+    keys: u64,
+}
+
 /// Serializes each shard handed over by the snapshot into one chunk for
 /// the writer thread.
 struct ChunkVisitor {
-    chunks: SyncSender<Vec<u8>>,
+    chunks: SyncSender<Chunk>,
+    /// The number of the save's cut (set at the cut, before any visit).
+    cut: AtomicU64,
     opts: EncodeOptions,
     now_ms: u64,
     server: Arc<Server>,
@@ -137,6 +156,10 @@ struct ChunkVisitor {
 
 impl ShardVisitor for ChunkVisitor {
     fn visit(&self, _index: usize, image: &ShardImage<'_>) {
+        let state = &self.server.rdb;
+        if self.cut.load(Ordering::Relaxed) < state.superseded_below.load(Ordering::Acquire) {
+            return;
+        }
         let mut out = Vec::new();
         let mut keys = 0;
         for db in 0..image.databases() {
@@ -155,7 +178,7 @@ impl ShardVisitor for ChunkVisitor {
             .fetch_add(keys, Ordering::Relaxed);
         // The writer only goes away after a write error; the save has failed
         // then and the chunk has nowhere to go.
-        let _ = self.chunks.send(out);
+        let _ = self.chunks.send(Chunk { bytes: out, keys });
     }
 }
 
@@ -174,27 +197,36 @@ fn start_snapshot(server: &Arc<Server>) -> Result<Receiver<SaveOutcome>, SaveErr
     let file = File::create(&temp)?;
     let cleanup = temp.clone();
     let (tx, rx) = sync_channel(CHUNKS_IN_FLIGHT);
-    // The change count at the cut, or `None` when no cut was taken and the
-    // writer must discard the file.
-    let (cut_tx, cut_rx) = sync_channel::<Option<u64>>(1);
+    // The cut's number and change count, or `None` when no cut was taken
+    // and the writer must discard the file.
+    let (cut_tx, cut_rx) = sync_channel::<Option<(u64, u64)>>(1);
     let (done_tx, done_rx) = sync_channel(1);
     let writer = server.clone();
     let spawned = std::thread::Builder::new()
         .name("vireo-rdb-writer".into())
         .spawn(move || {
-            let Ok(Some(dirty_at_cut)) = cut_rx.recv() else {
+            let Ok(Some((cut, dirty_at_cut))) = cut_rx.recv() else {
                 let _ = std::fs::remove_file(&temp);
                 return;
             };
-            let result = write_file(&writer, file, rx, &temp)
-                .and_then(|()| std::fs::rename(&temp, dump_path(&writer)))
-                .and_then(|()| sync_dir(Path::new(".")));
+            let mut superseded = false;
+            let result = write_file(&writer, file, rx, &temp).and_then(|()| {
+                let _installing = writer.rdb.installing.lock();
+                superseded = cut < writer.rdb.superseded_below.load(Ordering::Acquire);
+                if superseded {
+                    std::fs::remove_file(&temp)
+                } else {
+                    std::fs::rename(&temp, dump_path(&writer))
+                        .and_then(|()| sync_dir(Path::new(".")))
+                }
+            });
             if result.is_err() {
                 let _ = std::fs::remove_file(&temp);
             }
             let _ = done_tx.send(SaveOutcome {
                 result,
                 dirty_at_cut,
+                superseded,
             });
         });
     if let Err(e) = spawned {
@@ -203,12 +235,15 @@ fn start_snapshot(server: &Arc<Server>) -> Result<Receiver<SaveOutcome>, SaveErr
     }
     let visitor = Arc::new(ChunkVisitor {
         chunks: tx,
+        cut: AtomicU64::new(0),
         opts: server.config.rdb_encode_options(),
         now_ms: now_ms(),
         server: server.clone(),
     });
-    let mut dirty_at_cut = 0;
-    let started = server.keyspace.begin_snapshot(visitor, || {
+    let (mut cut, mut dirty_at_cut) = (0, 0);
+    let started = server.keyspace.begin_snapshot(visitor.clone(), || {
+        cut = state.cut_seq.fetch_add(1, Ordering::Relaxed);
+        visitor.cut.store(cut, Ordering::Relaxed);
         dirty_at_cut = server.total_dirty();
         // No shard can be visited while the cut holds them all.
         state.keys_processed.store(0, Ordering::Relaxed);
@@ -220,7 +255,7 @@ fn start_snapshot(server: &Arc<Server>) -> Result<Receiver<SaveOutcome>, SaveErr
             return Err(busy.into());
         }
     };
-    let _ = cut_tx.send(Some(dirty_at_cut));
+    let _ = cut_tx.send(Some((cut, dirty_at_cut)));
     state
         .keys_total
         .store(keys_at_cut as u64, Ordering::Relaxed);
@@ -240,17 +275,16 @@ fn start_snapshot(server: &Arc<Server>) -> Result<Receiver<SaveOutcome>, SaveErr
 struct SaveOutcome {
     result: io::Result<()>,
     dirty_at_cut: u64,
+    /// A FLUSHALL saved a newer (empty) dataset while this one was being
+    /// written, so the file was dropped.
+    superseded: bool,
 }
 
 /// Writes header and aux fields, every chunk as it arrives, then the end
 /// marker and checksum; syncs the file.
-fn write_file(
-    server: &Server,
-    file: File,
-    chunks: Receiver<Vec<u8>>,
-    temp: &Path,
-) -> io::Result<()> {
+fn write_file(server: &Server, file: File, chunks: Receiver<Chunk>, temp: &Path) -> io::Result<()> {
     let checksum = server.config.flag("rdbchecksum");
+    let delay_us = server.config.rdb_key_save_delay_us();
     let mut w = BufWriter::with_capacity(1 << 20, file);
     let mut crc = 0u64;
     let mut emit = |w: &mut BufWriter<File>, bytes: &[u8]| -> io::Result<()> {
@@ -268,7 +302,13 @@ fn write_file(
     // The channel closes when every shard was visited (the visitor, and with
     // it the sender, is dropped by the last shard that held it).
     for chunk in chunks {
-        emit(&mut w, &chunk)?;
+        emit(&mut w, &chunk.bytes)?;
+        if delay_us > 0 {
+            // Here rather than per key in the visitor: no shard lock is held.
+            std::thread::sleep(std::time::Duration::from_micros(
+                delay_us.saturating_mul(chunk.keys),
+            ));
+        }
     }
     let mut tail = Vec::new();
     rdb::write_eof(&mut tail);
@@ -300,6 +340,11 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
 /// saved (later ones stay dirty, as with Redis's `dirty_before_bgsave`).
 fn finish(server: &Server, outcome: &SaveOutcome, background: bool) {
     let state = &server.rdb;
+    if outcome.superseded {
+        // Redis kills the child without marking an error (SIGUSR1).
+        tracing::warn!("Background saving superseded by FLUSHALL");
+        return;
+    }
     match &outcome.result {
         Ok(()) => {
             server
@@ -348,6 +393,57 @@ pub fn save(server: &Arc<Server>) -> Result<(), SaveError> {
     outcome.result.map_err(SaveError::Io)
 }
 
+/// FLUSHALL, before emptying the databases: a running BGSAVE would write
+/// (and the next restart bring back) the keys being flushed, so it stops
+/// serializing and its file is dropped, as Redis kills its child. With save
+/// points FLUSHALL saves the empty dataset itself, which supersedes a
+/// running SAVE too; without, a SAVE completes with the data of its cut, as
+/// if it had run just before. Called with every shard locked, so no other
+/// save can take its cut meanwhile.
+pub fn supersede_running_save(server: &Server) {
+    let state = &server.rdb;
+    if state.bgsave_in_progress.load(Ordering::Acquire) || !server.config.save_params().is_empty() {
+        state
+            .superseded_below
+            .store(state.cut_seq.load(Ordering::Relaxed), Ordering::Release);
+    }
+}
+
+/// FLUSHALL, after emptying the databases: with save points configured the
+/// empty dataset is saved at once, as Redis does. Every shard is still
+/// locked and empty, so the file is written directly. `flush_dirty` is the
+/// FLUSHALL's own change count, which the save covers too.
+pub fn save_after_flushall(server: &Server, flush_dirty: u64) {
+    if server.config.save_params().is_empty() {
+        return;
+    }
+    let state = &server.rdb;
+    let seq = state.temp_seq.fetch_add(1, Ordering::Relaxed);
+    let temp = PathBuf::from(format!("temp-{}-{seq}.rdb", std::process::id()));
+    let (no_chunks, chunks) = sync_channel(0);
+    drop(no_chunks);
+    let installing = state.installing.lock();
+    let result = File::create(&temp)
+        .and_then(|file| write_file(server, file, chunks, &temp))
+        .and_then(|()| std::fs::rename(&temp, dump_path(server)))
+        .and_then(|()| sync_dir(Path::new(".")));
+    drop(installing);
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    let ok = result.is_ok();
+    let outcome = SaveOutcome {
+        result,
+        dirty_at_cut: server.total_dirty() + flush_dirty,
+        superseded: false,
+    };
+    finish(server, &outcome, false);
+    if ok {
+        // Redis's synchronous save clears a failed background save's MISCONF.
+        state.last_bgsave_ok.store(true, Ordering::Relaxed);
+    }
+}
+
 /// BGSAVE: starts a snapshot and returns at once; a thread records the
 /// outcome when the file is complete.
 pub fn bgsave(server: &Arc<Server>) -> Result<(), SaveError> {
@@ -375,6 +471,7 @@ pub fn bgsave(server: &Arc<Server>) -> Result<(), SaveError> {
             let outcome = done.recv().unwrap_or_else(|_| SaveOutcome {
                 result: Err(io::Error::other("the snapshot writer vanished")),
                 dirty_at_cut: 0,
+                superseded: false,
             });
             finish(&s, &outcome, true);
             s.rdb

@@ -509,3 +509,55 @@ fn start_redis_on(dir: &std::path::Path) -> common::diff::Redis {
         "yes",
     ])
 }
+
+/// Sets `n` keys with pipelined MSETs.
+fn fill_keys(con: &mut Connection, n: usize) {
+    let mut c = redis::cmd("MSET");
+    for i in 0..n {
+        c.arg(format!("k{i}")).arg(i);
+    }
+    c.query::<()>(con).unwrap();
+}
+
+#[test]
+fn flushall_saves_the_empty_dataset_when_save_points_exist() {
+    let srv = Server::start(&[]);
+    let mut con = srv.conn();
+    fill_keys(&mut con, 100);
+    ok(&mut con, &["SAVE"]);
+    ok(&mut con, &["SET", "later", "1"]);
+    assert_eq!(info_field(&mut con, "rdb_saves"), "1");
+    ok(&mut con, &["FLUSHALL"]);
+    assert_eq!(info_field(&mut con, "rdb_saves"), "2");
+    assert_eq!(info_field(&mut con, "rdb_changes_since_last_save"), "0");
+    let srv = Server::start_in(srv.kill_keep_dir(), &[]);
+    let mut con = srv.conn();
+    assert_eq!(ok(&mut con, &["DBSIZE"]), Value::Int(0));
+
+    // A BGSAVE still being written is dropped, not renamed over the empty
+    // dump, and does not count as a failed save.
+    fill_keys(&mut con, 1000);
+    ok(&mut con, &["CONFIG", "SET", "rdb-key-save-delay", "3000"]);
+    ok(&mut con, &["BGSAVE"]);
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(info_field(&mut con, "rdb_bgsave_in_progress"), "1");
+    ok(&mut con, &["FLUSHALL"]);
+    wait_bgsave_done(&mut con);
+    assert_eq!(info_field(&mut con, "rdb_last_bgsave_status"), "ok");
+    let srv = Server::start_in(srv.kill_keep_dir(), &[]);
+    let mut con = srv.conn();
+    assert_eq!(ok(&mut con, &["DBSIZE"]), Value::Int(0));
+}
+
+#[test]
+fn flushall_without_save_points_leaves_the_dump_alone() {
+    let srv = Server::start(&["--save", ""]);
+    let mut con = srv.conn();
+    fill_keys(&mut con, 100);
+    ok(&mut con, &["SAVE"]);
+    ok(&mut con, &["FLUSHALL"]);
+    assert_eq!(info_field(&mut con, "rdb_saves"), "1");
+    let srv = Server::start_in(srv.kill_keep_dir(), &["--save", ""]);
+    let mut con = srv.conn();
+    assert_eq!(ok(&mut con, &["DBSIZE"]), Value::Int(100));
+}
