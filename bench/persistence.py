@@ -3,13 +3,16 @@
 
 1. AOF: SET throughput with appendonly off, appendfsync everysec and
    appendfsync always, for both servers, alternating rounds; medians.
-2. A dataset of N keys (default 10M) made by redis-server's DEBUG POPULATE
-   and saved; both servers start on a copy of that file: start-up load time
-   (until PING stops answering -LOADING).
-3. BGSAVE of that dataset while a redis-benchmark SET load runs: the save's
-   duration, peak RSS over the RSS before (for Redis, parent plus fork
-   child, which is what the machine pays), and write throughput during the
-   save against the throughput just before it (from INFO's command count).
+2. A dataset of N keys (default 10M) written into redis-server with the
+   key names redis-benchmark's -r uses (key:000000000042) and 16-byte
+   values, and saved; both servers start on a copy of that file: start-up
+   load time (until PING stops answering -LOADING).
+3. BGSAVE of that dataset while a redis-benchmark SET load overwrites its
+   keys with values of the same size (so the load alone does not grow
+   memory): the save's duration, peak RSS over the RSS before (for Redis,
+   parent plus fork child, which is what the machine pays), and write
+   throughput during the save against the throughput just before it (from
+   INFO's command count).
 
 Usage: bench/persistence.py [--keys N] [--rounds R] [--vireo PATH]
 Prints Markdown tables.
@@ -160,7 +163,17 @@ def make_dataset(keys, vireo):
     d = tempfile.mkdtemp(prefix="vireo-dataset-")
     s = ServerProc("redis", vireo, d, [])
     s.wait_ready()
-    cli(s.port, "DEBUG", "POPULATE", str(keys))
+    pipe = subprocess.Popen(["redis-cli", "-p", str(s.port), "--pipe"],
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    value = b"x" * 16
+    batch = 100_000
+    for start in range(0, keys, batch):
+        pipe.stdin.write(b"".join(
+            b"*3\r\n$3\r\nSET\r\n$16\r\nkey:%012d\r\n$16\r\n%s\r\n" % (i, value)
+            for i in range(start, min(start + batch, keys))))
+    pipe.stdin.close()
+    pipe.wait()
+    assert int(cli(s.port, "DBSIZE")) == keys
     cli(s.port, "SAVE")
     s.stop()
     return os.path.join(d, "dump.rdb")
@@ -222,7 +235,7 @@ def main():
                    for _ in range(args.rounds)] for kind in ("vireo", "redis")}
     shutil.rmtree(os.path.dirname(dump), ignore_errors=True)
     med = lambda kind, f: statistics.median(r[f] for r in rows[kind])
-    print(f"{args.keys:,} keys (DEBUG POPULATE), medians of {args.rounds} runs:")
+    print(f"{args.keys:,} keys (key:%012d, 16-byte values), medians of {args.rounds} runs:")
     print()
     print("| figure | Vireo | Redis |")
     print("|---|---|---|")
