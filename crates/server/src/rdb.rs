@@ -19,8 +19,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use vireo_store::clock::now_ms;
+use vireo_store::keyspace::Entry;
 use vireo_store::rdb::{self, EncodeOptions, Item, Loader};
-use vireo_store::snapshot::{ShardImage, ShardVisitor, SnapshotBusy};
+use vireo_store::snapshot::{ShardVisitor, SnapshotBusy};
 
 use crate::server::{Server, REDIS_VERSION};
 
@@ -155,22 +156,21 @@ struct ChunkVisitor {
 }
 
 impl ShardVisitor for ChunkVisitor {
-    fn visit(&self, _index: usize, image: &ShardImage<'_>) {
-        let state = &self.server.rdb;
-        if self.cut.load(Ordering::Relaxed) < state.superseded_below.load(Ordering::Acquire) {
-            return;
+    fn select_db(&self, out: &mut Vec<u8>, db: usize) {
+        rdb::write_select_db(out, db);
+    }
+
+    fn entry(&self, out: &mut Vec<u8>, _db: usize, key: &[u8], entry: &Entry) -> bool {
+        if self.superseded() {
+            return false;
         }
-        let mut out = Vec::new();
-        let mut keys = 0;
-        for db in 0..image.databases() {
-            if image.is_empty(db) {
-                continue;
-            }
-            rdb::write_select_db(&mut out, db);
-            for (key, entry) in image.entries(db) {
-                rdb::write_entry(&mut out, key, entry, self.now_ms, &self.opts);
-                keys += 1;
-            }
+        rdb::write_entry(out, key, entry, self.now_ms, &self.opts);
+        true
+    }
+
+    fn emit(&self, bytes: Vec<u8>, keys: u64) {
+        if self.superseded() {
+            return;
         }
         self.server
             .rdb
@@ -178,7 +178,15 @@ impl ShardVisitor for ChunkVisitor {
             .fetch_add(keys, Ordering::Relaxed);
         // The writer only goes away after a write error; the save has failed
         // then and the chunk has nowhere to go.
-        let _ = self.chunks.send(Chunk { bytes: out, keys });
+        let _ = self.chunks.send(Chunk { bytes, keys });
+    }
+}
+
+impl ChunkVisitor {
+    /// A FLUSHALL came after this save's cut: nothing more to write.
+    fn superseded(&self) -> bool {
+        let below = self.server.rdb.superseded_below.load(Ordering::Acquire);
+        self.cut.load(Ordering::Relaxed) < below
     }
 }
 

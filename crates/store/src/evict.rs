@@ -513,12 +513,14 @@ mod tests {
     struct CountKeys(std::sync::atomic::AtomicUsize);
 
     impl crate::snapshot::ShardVisitor for CountKeys {
-        fn visit(&self, _index: usize, image: &crate::snapshot::ShardImage<'_>) {
-            let n: usize = (0..image.databases())
-                .map(|db| image.entries(db).count())
-                .sum();
-            self.0.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+        fn select_db(&self, _out: &mut Vec<u8>, _db: usize) {}
+
+        fn entry(&self, _out: &mut Vec<u8>, _db: usize, _key: &[u8], _entry: &Entry) -> bool {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            true
         }
+
+        fn emit(&self, _bytes: Vec<u8>, _keys: u64) {}
     }
 
     #[test]

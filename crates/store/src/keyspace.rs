@@ -260,8 +260,14 @@ pub(crate) struct DbTable {
 }
 
 impl DbTable {
-    fn remove(&mut self, hash: u64, key: &[u8]) -> Option<Entry> {
-        let (_, entry) = self.keys.remove(hash, key)?;
+    /// Removes `key`; `shrink` lets the key table shrink if it became
+    /// sparse (not while a snapshot walks it).
+    fn remove(&mut self, hash: u64, key: &[u8], shrink: bool) -> Option<Entry> {
+        let (_, entry) = if shrink {
+            self.keys.remove(hash, key)?
+        } else {
+            self.keys.remove_keep_buckets(hash, key)?
+        };
         if entry.expire_at != 0 {
             self.volatile.remove(hash, key);
         }
@@ -312,7 +318,8 @@ impl Shard {
     /// pending snapshot first.
     pub(crate) fn remove_entry(&mut self, db: usize, hash: u64, key: &[u8]) -> Option<Entry> {
         self.preserve(db, hash, key);
-        self.dbs[db].remove(hash, key)
+        let shrink = self.pending.is_none();
+        self.dbs[db].remove(hash, key, shrink)
     }
 
     /// Marks every client watching `key` in `db` as dirty.
@@ -1105,7 +1112,7 @@ impl<'a> Keys<'a> {
         for i in 0..self.ks.shard_count() {
             self.with_shard(i, |s| {
                 // Keeping every entry would copy the shard: hand it over.
-                ks.settle_snapshot(i, s);
+                ks.settle_snapshot(s);
                 s.signal_existing(&[db]);
                 tables.push(std::mem::take(&mut s.dbs[db]));
             });
@@ -1119,7 +1126,7 @@ impl<'a> Keys<'a> {
         let ks = self.ks;
         for i in 0..self.ks.shard_count() {
             self.with_shard(i, |s| {
-                ks.settle_snapshot(i, s);
+                ks.settle_snapshot(s);
                 s.signal_existing(&[a, b]);
                 s.dbs.swap(a, b);
             });

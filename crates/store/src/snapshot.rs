@@ -8,49 +8,75 @@
 //!    the moment is a consistent cut between multi-key commands), marks each
 //!    one pending and runs the caller's `at_cut` hook (the AOF switches to a
 //!    new incremental file there), then lets go.
-//! 2. Until a pending shard is serialized, every change to one of its keys
-//!    first keeps the key's entry as it was at the cut (or the fact that the
-//!    key did not exist) in the shard's [`Pending`] table — once per key.
-//!    Reads cost nothing, and a write pays one copy of one entry.
-//! 3. The background driver ([`Keyspace::drive_snapshot`]) locks the shards
-//!    one at a time and hands each to the [`ShardVisitor`] as a
-//!    [`ShardImage`]: the current entries that did not change, plus the kept
-//!    ones. Bulk operations that would have to copy a whole shard (FLUSHDB,
-//!    SWAPDB) hand it over themselves first.
+//! 2. The background driver ([`Keyspace::drive_snapshot`]) walks each
+//!    shard's tables with their `SCAN` cursor, a few hundred keys per lock
+//!    hold, and hands the serialized bytes to the [`ShardVisitor`] after
+//!    letting go of the lock.
+//! 3. Until the walk has passed a key, a change to it first keeps the key's
+//!    entry as it was at the cut (or the fact that it did not exist) in the
+//!    shard's [`Pending`] table, once per key; the walk serializes the kept
+//!    version in its place, and at the end of each table the kept versions
+//!    of keys deleted meanwhile. Reads cost nothing, a write at most one
+//!    copy of one entry, and a command waits for the walk at most one step.
+//!    FLUSHDB and SWAPDB, which would have to keep whole tables, finish
+//!    their shards' walks first.
 //!
-//! The visitor usually serializes the shard into a buffer for a writer
-//! thread; the order of shards in the output does not matter for RDB or
-//! AOF. Extra memory is the entries changed before the driver reached their
-//! shard, plus the serialized shards not yet written out.
+//! Tables being walked never shrink (a shrinking table can make a scan
+//! report a key twice; growth cannot), and the order of keys in the output
+//! does not matter for RDB or AOF. Extra memory is the entries changed
+//! ahead of the walk plus the serialized bytes not yet written out.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::dict::{hash_key, Dict};
-use crate::keyspace::{Entry, Key, Keyspace, Shard};
+use crate::keyspace::{DbTable, Entry, Key, Keyspace, Shard};
 
-/// Receives the shards of a snapshot.
+/// Keys the driver serializes per lock hold: long enough to amortize the
+/// locking, short enough that a command finding the shard busy waits
+/// microseconds, not the whole shard's serialization.
+const STEP_KEYS: usize = 256;
+
+/// Serializes the shards of a snapshot.
 pub trait ShardVisitor: Send + Sync {
-    /// Called exactly once per shard, with the shard locked, seeing it as it
-    /// was at the snapshot's cut. Must not lock shards itself (it runs while
-    /// the caller holds shard locks) and should be quick: blocking here
-    /// stalls the commands waiting for the shard.
-    fn visit(&self, index: usize, image: &ShardImage<'_>);
+    /// Appends the record that makes the following entries belong to
+    /// database `db` (SELECTDB, SELECT).
+    fn select_db(&self, out: &mut Vec<u8>, db: usize);
+    /// Appends `key` of `db` with its entry as it was at the cut (after a
+    /// [`ShardVisitor::select_db`] for `db`); false if the visitor left it
+    /// out (already expired, say). Runs with the shard locked: must not
+    /// lock shards and should be quick.
+    fn entry(&self, out: &mut Vec<u8>, db: usize, key: &[u8], entry: &Entry) -> bool;
+    /// Takes a finished piece of output holding `keys` entries, in general
+    /// after the shard lock was let go (FLUSHDB and SWAPDB finish walks
+    /// with every shard locked), so it may wait for a writer.
+    fn emit(&self, bytes: Vec<u8>, keys: u64);
 }
 
-/// What a shard owes the running snapshot: the visitor to hand it to, and
-/// the cut's version of every key changed since.
+/// What a shard owes the running snapshot: the visitor, how far the walk
+/// got, and the cut's version of every key changed ahead of the walk.
 pub(crate) struct Pending {
     visitor: Arc<dyn ShardVisitor>,
     /// Per database (empty until the first change): key → its entry at the
     /// cut, or None if the key did not exist then.
     before: Vec<Dict<Key, Option<Entry>>>,
+    /// The database being walked; the ones below are done.
+    db: usize,
+    /// The walk's SCAN cursor in `db` (0: not started).
+    cursor: u64,
 }
 
 impl Pending {
+    /// True if the walk has passed `key` (hash `hash`) of `db`, whose table
+    /// is `table`: its cut version is already out.
+    fn walked(&self, db: usize, hash: u64, table: &DbTable) -> bool {
+        db < self.db
+            || (db == self.db && self.cursor != 0 && table.keys.scanned_before(hash, self.cursor))
+    }
+
     /// Records `current` as `key`'s state at the cut, unless the key
     /// already changed since (then the older record is the cut's).
-    pub(crate) fn keep(
+    fn keep(
         &mut self,
         databases: usize,
         db: usize,
@@ -68,37 +94,68 @@ impl Pending {
     }
 }
 
-/// A shard as it was at a snapshot's cut.
-pub struct ShardImage<'a> {
-    shard: &'a Shard,
-    before: &'a [Dict<Key, Option<Entry>>],
-}
-
-impl<'a> ShardImage<'a> {
-    /// Number of logical databases the shard has a slice of.
-    pub fn databases(&self) -> usize {
-        self.shard.dbs.len()
+impl Shard {
+    /// Keeps `key`'s entry as it is now for a pending snapshot whose walk
+    /// has not passed it; called before anything changes the key.
+    #[inline]
+    pub(crate) fn preserve(&mut self, db: usize, hash: u64, key: &[u8]) {
+        if let Some(pending) = self.pending.as_deref_mut() {
+            let table = &self.dbs[db];
+            if !pending.walked(db, hash, table) {
+                let databases = self.dbs.len();
+                pending.keep(databases, db, hash, key, table.keys.get(hash, key));
+            }
+        }
     }
 
-    /// Every key of `db` in this shard at the cut, with its entry; expired
-    /// ones included (a snapshot keeps them with their expiry time; a loader
-    /// drops the ones past due, as Redis does).
-    pub fn entries(&self, db: usize) -> impl Iterator<Item = (&'a [u8], &'a Entry)> + 'a {
-        let kept = self.before.get(db).filter(|k| !k.is_empty());
-        let unchanged = self.shard.dbs[db]
-            .keys
-            .iter()
-            .filter(move |(k, _)| kept.is_none_or(|kept| !kept.contains_key(hash_key(k), k)));
-        let changed = kept
-            .into_iter()
-            .flat_map(|kept| kept.iter())
-            .filter_map(|(k, e)| e.as_ref().map(|e| (k, e)));
-        unchanged.chain(changed).map(|(k, e)| (&k[..], e))
-    }
-
-    /// True if `db` had no keys in this shard at the cut.
-    pub fn is_empty(&self, db: usize) -> bool {
-        self.entries(db).next().is_none()
+    /// Walks on for about `budget` keys, appending their cut versions to
+    /// `out`; returns (keys written, done). When done the shard no longer
+    /// owes the snapshot anything.
+    fn walk(&mut self, budget: usize, out: &mut Vec<u8>) -> (u64, bool) {
+        let Some(pending) = self.pending.as_deref_mut() else {
+            return (0, true);
+        };
+        let visitor = &*pending.visitor;
+        let mut selected = None;
+        let mut written = 0u64;
+        let mut put = |db: usize, out: &mut Vec<u8>, key: &[u8], entry: &Entry| {
+            if selected != Some(db) {
+                visitor.select_db(out, db);
+                selected = Some(db);
+            }
+            written += u64::from(visitor.entry(out, db, key, entry));
+        };
+        let mut seen = 0;
+        while pending.db < self.dbs.len() && seen < budget {
+            let db = pending.db;
+            let mut kept = pending.before.get_mut(db).filter(|k| !k.is_empty());
+            pending.cursor = self.dbs[db]
+                .keys
+                .scan(pending.cursor, budget - seen, |k, e| {
+                    seen += 1;
+                    match kept.as_mut().and_then(|kept| kept.remove(hash_key(k), k)) {
+                        Some((_, Some(old))) => put(db, out, k, &old),
+                        Some((_, None)) => {}
+                        None => put(db, out, k, e),
+                    }
+                });
+            if pending.cursor == 0 {
+                // What is still kept was deleted before the walk got there.
+                if let Some(kept) = kept {
+                    for (k, old) in kept.drain() {
+                        if let Some(old) = old {
+                            put(db, out, &k, &old);
+                        }
+                    }
+                }
+                pending.db += 1;
+            }
+        }
+        let done = pending.db == self.dbs.len();
+        if done {
+            self.pending = None;
+        }
+        (written, done)
     }
 }
 
@@ -117,15 +174,16 @@ impl std::error::Error for SnapshotBusy {}
 
 impl Keyspace {
     /// Takes a point-in-time cut of every database and makes every shard
-    /// keep its pre-cut entries until it is visited. `at_cut` runs while
-    /// every shard is locked: no command is half-way through, so anything
-    /// it records (an AOF file switch) splits the command stream exactly.
+    /// keep the cut's version of what changes until the walk passes it.
+    /// `at_cut` runs while every shard is locked: no command is half-way
+    /// through, so anything it records (an AOF file switch) splits the
+    /// command stream exactly.
     ///
     /// Returns at once with the number of keys (every database) at the cut;
-    /// call [`Keyspace::drive_snapshot`] from a background thread to hand
-    /// the shards to `visitor`. FLUSHDB/SWAPDB may hand shards over from the
-    /// moment this returns, so whatever consumes the visitor's output must
-    /// already be running.
+    /// call [`Keyspace::drive_snapshot`] from a background thread to walk
+    /// the shards. FLUSHDB/SWAPDB may hand output to `visitor` from the
+    /// moment this returns, with every shard locked, so whatever consumes
+    /// it must already be running.
     pub fn begin_snapshot(
         &self,
         visitor: Arc<dyn ShardVisitor>,
@@ -141,6 +199,8 @@ impl Keyspace {
             g.pending = Some(Box::new(Pending {
                 visitor: Arc::clone(&visitor),
                 before: Vec::new(),
+                db: 0,
+                cursor: 0,
             }));
             keys += g.dbs.iter().map(|t| t.keys.len()).sum::<usize>();
         }
@@ -149,47 +209,49 @@ impl Keyspace {
         Ok(keys)
     }
 
-    /// Visits every shard the snapshot has not reached yet, one lock at a
-    /// time. When it returns, every shard of the snapshot begun before the
-    /// call has been visited.
+    /// Walks every shard the snapshot has not finished, a step per lock
+    /// hold. When it returns, the snapshot begun before the call is done.
     pub fn drive_snapshot(&self) {
         for i in 0..self.shards.len() {
-            if !self.snapshot_in_progress() {
-                return;
+            loop {
+                if !self.snapshot_in_progress() {
+                    return;
+                }
+                let mut out = Vec::new();
+                let (visitor, keys, done) = {
+                    let mut shard = self.shards[i].lock();
+                    let Some(visitor) = shard.pending.as_ref().map(|p| p.visitor.clone()) else {
+                        break;
+                    };
+                    let (keys, done) = shard.walk(STEP_KEYS, &mut out);
+                    (visitor, keys, done)
+                };
+                visitor.emit(out, keys);
+                if done {
+                    // After the output is out: the snapshot ends when the
+                    // last piece has reached the visitor.
+                    self.snapshot_left.fetch_sub(1, Ordering::AcqRel);
+                    break;
+                }
             }
-            let mut shard = self.shards[i].lock();
-            self.settle_snapshot(i, &mut shard);
         }
     }
 
     /// True from [`Keyspace::begin_snapshot`] until its last shard was
-    /// visited.
+    /// walked.
     pub fn snapshot_in_progress(&self) -> bool {
         self.snapshot_left.load(Ordering::Acquire) != 0
     }
 
-    /// Hands a locked shard to the pending snapshot, if it still owes it.
-    pub(crate) fn settle_snapshot(&self, index: usize, shard: &mut Shard) {
-        if let Some(pending) = shard.pending.take() {
-            let image = ShardImage {
-                shard,
-                before: &pending.before,
-            };
-            pending.visitor.visit(index, &image);
-            self.snapshot_left.fetch_sub(1, Ordering::AcqRel);
-        }
-    }
-}
-
-impl Shard {
-    /// Keeps `key`'s entry as it is now for a pending snapshot; called
-    /// before anything changes the key.
-    #[inline]
-    pub(crate) fn preserve(&mut self, db: usize, hash: u64, key: &[u8]) {
-        if let Some(pending) = self.pending.as_deref_mut() {
-            let databases = self.dbs.len();
-            pending.keep(databases, db, hash, key, self.dbs[db].keys.get(hash, key));
-        }
+    /// Finishes the walk of a locked shard at once, if it is pending.
+    pub(crate) fn settle_snapshot(&self, shard: &mut Shard) {
+        let Some(visitor) = shard.pending.as_ref().map(|p| p.visitor.clone()) else {
+            return;
+        };
+        let mut out = Vec::new();
+        let (keys, _) = shard.walk(usize::MAX, &mut out);
+        visitor.emit(out, keys);
+        self.snapshot_left.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -203,30 +265,34 @@ mod tests {
     /// (db, key) → value.
     type Image = BTreeMap<(usize, Vec<u8>), Vec<u8>>;
 
-    /// Collects (db, key, value) of every visited shard and counts visits.
+    /// Collects (db, key, value) of every serialized entry, checking that
+    /// none comes twice, and the key count of every piece of output.
     #[derive(Default)]
     struct Collect {
         seen: Mutex<Image>,
         /// (db, key) → expiry, for keys with one.
         expires: Mutex<BTreeMap<(usize, Vec<u8>), u64>>,
-        visits: Mutex<Vec<usize>>,
+        /// The key count of each piece of output.
+        emitted: Mutex<Vec<u64>>,
     }
 
     impl ShardVisitor for Collect {
-        fn visit(&self, index: usize, image: &ShardImage<'_>) {
-            self.visits.lock().push(index);
-            let mut seen = self.seen.lock();
-            for db in 0..image.databases() {
-                for (k, e) in image.entries(db) {
-                    let Value::Str(s) = &e.value else {
-                        panic!("strings only")
-                    };
-                    seen.insert((db, k.to_vec()), s.to_vec());
-                    if let Some(at) = e.expire_at() {
-                        self.expires.lock().insert((db, k.to_vec()), at);
-                    }
-                }
+        fn select_db(&self, _out: &mut Vec<u8>, _db: usize) {}
+
+        fn entry(&self, _out: &mut Vec<u8>, db: usize, k: &[u8], e: &Entry) -> bool {
+            let Value::Str(s) = &e.value else {
+                panic!("strings only")
+            };
+            let old = self.seen.lock().insert((db, k.to_vec()), s.to_vec());
+            assert!(old.is_none(), "{k:?} serialized twice");
+            if let Some(at) = e.expire_at() {
+                self.expires.lock().insert((db, k.to_vec()), at);
             }
+            true
+        }
+
+        fn emit(&self, _bytes: Vec<u8>, keys: u64) {
+            self.emitted.lock().push(keys);
         }
     }
 
@@ -266,13 +332,7 @@ mod tests {
         assert_eq!(seen.len(), 200);
         assert!(seen.values().all(|v| v == b"old"));
         assert!(!seen.contains_key(&(0, b"added".to_vec())));
-        let mut visits = c.visits.lock().clone();
-        visits.sort_unstable();
-        assert_eq!(
-            visits,
-            (0..16).collect::<Vec<_>>(),
-            "each shard exactly once"
-        );
+        assert_eq!(c.emitted.lock().iter().sum::<u64>(), 200);
     }
 
     /// Every write path after the cut, and none leaks into the image.
@@ -337,13 +397,63 @@ mod tests {
     #[test]
     fn one_snapshot_at_a_time_and_the_next_may_follow() {
         let ks = Keyspace::new(1, 4);
-        let c = Arc::new(Collect::default());
-        ks.begin_snapshot(c.clone(), || {}).unwrap();
-        assert_eq!(ks.begin_snapshot(c.clone(), || {}), Err(SnapshotBusy));
-        ks.drive_snapshot();
-        ks.begin_snapshot(c.clone(), || {}).unwrap();
-        ks.drive_snapshot();
-        assert_eq!(c.visits.lock().len(), 8);
+        for i in 0..10 {
+            put(&ks, 0, &format!("k{i}"), "v");
+        }
+        for _ in 0..2 {
+            let c = Arc::new(Collect::default());
+            ks.begin_snapshot(c.clone(), || {}).unwrap();
+            assert_eq!(ks.begin_snapshot(c.clone(), || {}), Err(SnapshotBusy));
+            ks.drive_snapshot();
+            assert!(!ks.snapshot_in_progress());
+            assert_eq!(c.seen.lock().len(), 10);
+        }
+    }
+
+    /// Writes interleaved with the walk's steps, in one shard whose tables
+    /// grow several times (even seeds) or lose most of their keys (odd
+    /// seeds) meanwhile: the image is still exactly the cut, each key once.
+    #[test]
+    fn a_walk_interleaved_with_writes_growth_and_deletes_is_exact() {
+        for seed in 0..20 {
+            let mut rng = fastrand::Rng::with_seed(seed);
+            let ks = Keyspace::new(2, 1);
+            let mut cut = BTreeMap::new();
+            let deleting = seed % 2 == 1;
+            for i in 0..300 {
+                let db = rng.usize(..2);
+                put(&ks, db, &format!("k{i}"), "cut");
+                cut.insert((db, format!("k{i}").into_bytes()), b"cut".to_vec());
+            }
+            let c = Arc::new(Collect::default());
+            ks.begin_snapshot(c.clone(), || {}).unwrap();
+            let mut fresh = 0;
+            loop {
+                let mut keys = ks.lock_all();
+                for _ in 0..rng.usize(0..40) {
+                    let db = rng.usize(..2);
+                    let key = if deleting || rng.bool() {
+                        format!("k{}", rng.usize(..300))
+                    } else {
+                        fresh += 1;
+                        format!("new{fresh}")
+                    };
+                    if rng.u8(..4) < if deleting { 3 } else { 1 } {
+                        keys.remove(db, key.as_bytes());
+                    } else {
+                        let v = Value::Str(StrValue::from_bytes(b"later"));
+                        keys.set(db, key.as_bytes(), v);
+                    }
+                }
+                drop(keys);
+                let mut shard = ks.shards[0].lock();
+                let (_, done) = shard.walk(rng.usize(1..10), &mut Vec::new());
+                if done {
+                    break;
+                }
+            }
+            assert_eq!(*c.seen.lock(), cut, "seed {seed}");
+        }
     }
 
     #[test]

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use vireo_resp::number::format_double;
 use vireo_store::keyspace::Entry;
 use vireo_store::rdb;
-use vireo_store::snapshot::{ShardImage, ShardVisitor};
+use vireo_store::snapshot::ShardVisitor;
 use vireo_store::value::Value;
 
 use super::manifest::Manifest;
@@ -139,33 +139,31 @@ struct BaseChunks {
 }
 
 impl ShardVisitor for BaseChunks {
-    fn visit(&self, _index: usize, image: &ShardImage<'_>) {
-        let mut buf = Vec::new();
-        let opts = rdb::EncodeOptions::default();
-        for db in 0..image.databases() {
-            let mut selected = false;
-            for (key, entry) in image.entries(db) {
-                if entry.expire_at().is_some_and(|at| at < self.now_ms) {
-                    continue;
-                }
-                if !selected {
-                    match self.format {
-                        BaseFormat::Commands => encode(
-                            &mut buf,
-                            &[b"SELECT", itoa::Buffer::new().format(db).as_bytes()],
-                        ),
-                        BaseFormat::Rdb => rdb::write_select_db(&mut buf, db),
-                    }
-                    selected = true;
-                }
-                match self.format {
-                    BaseFormat::Commands => write_entry(&mut buf, key, entry),
-                    BaseFormat::Rdb => rdb::write_entry(&mut buf, key, entry, self.now_ms, &opts),
-                }
+    fn select_db(&self, out: &mut Vec<u8>, db: usize) {
+        match self.format {
+            BaseFormat::Commands => {
+                encode(out, &[b"SELECT", itoa::Buffer::new().format(db).as_bytes()])
+            }
+            BaseFormat::Rdb => rdb::write_select_db(out, db),
+        }
+    }
+
+    fn entry(&self, out: &mut Vec<u8>, _db: usize, key: &[u8], entry: &Entry) -> bool {
+        if entry.expire_at().is_some_and(|at| at < self.now_ms) {
+            return false;
+        }
+        match self.format {
+            BaseFormat::Commands => write_entry(out, key, entry),
+            BaseFormat::Rdb => {
+                rdb::write_entry(out, key, entry, self.now_ms, &rdb::EncodeOptions::default())
             }
         }
-        // The receiver outlives every visit (it waits for all shards).
-        let _ = self.tx.send(buf);
+        true
+    }
+
+    fn emit(&self, bytes: Vec<u8>, _keys: u64) {
+        // The receiver outlives every piece (it reads until all are in).
+        let _ = self.tx.send(bytes);
     }
 }
 
@@ -215,7 +213,9 @@ pub fn write_base(
                 }
                 put(&mut w, &head)?;
             }
-            for buf in rx.iter().take(ks.shard_count()) {
+            // The channel closes when the last shard is done (its visitor,
+            // and with it the sender, is dropped).
+            for buf in rx.iter() {
                 put(&mut w, &buf)?;
             }
             if format == BaseFormat::Rdb {
