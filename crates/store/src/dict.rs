@@ -547,24 +547,18 @@ impl<K: Borrow<[u8]>, V> Dict<K, V> {
         Some(removed)
     }
 
-    /// Like [`Dict::remove`] but never shrinks, so that a [`Dict::scan`] in
-    /// progress reports no entry twice (only shrinking can make it do so).
-    pub fn remove_keep_buckets(&mut self, hash: u64, key: &[u8]) -> Option<(K, V)> {
-        let i = self.find(hash as u32, key)?;
-        Some(self.remove_at(i))
+    /// The arena position of `key`, if present. Positions run from 0 to
+    /// `len - 1`; inserting appends at `len`, and removing the entry at
+    /// position `i` moves the entry at `len - 1` to `i`. Nothing else moves
+    /// entries (resizing included), which lets a caller walk the table in
+    /// position order across changes (a snapshot does).
+    pub fn position(&self, hash: u64, key: &[u8]) -> Option<usize> {
+        self.find(hash as u32, key)
     }
 
-    /// Whether a [`Dict::scan`] that returned `cursor` has already reported
-    /// the entry with this hash (if present): its bucket comes before the
-    /// cursor in the scan's reverse-binary order. Stays true for that entry
-    /// when the table grows (the scan's guarantee); not meaningful after a
-    /// shrink, nor for the 0 that ends a scan.
-    pub fn scanned_before(&self, hash: u64, cursor: u64) -> bool {
-        let Some(mask) = self.buckets.len().checked_sub(1) else {
-            return false;
-        };
-        let bucket = u64::from(hash as u32) & mask as u64;
-        bucket.reverse_bits() < cursor.reverse_bits()
+    /// The entry at arena position `i` (see [`Dict::position`]).
+    pub fn at(&self, i: usize) -> Option<(&K, &V)> {
+        self.slots.get(i).map(|slot| (&slot.key, &slot.value))
     }
 
     /// Makes room for at least `additional` more entries without further
@@ -939,51 +933,31 @@ mod tests {
         }
     }
 
-    /// What a snapshot's walk relies on: with removals that keep the
-    /// buckets (most keys go, odd seeds) or growth (even seeds) in between,
-    /// no key is reported twice, and
-    /// `scanned_before` tells exactly which keys present all along were
-    /// reported already.
+    /// The position contract a snapshot's walk relies on, through growth,
+    /// shrinking and removals.
     #[test]
-    fn dict_scanned_before_tracks_a_scan_through_growth_and_removals() {
-        for seed in 0..10 {
-            let mut rng = fastrand::Rng::with_seed(seed);
-            let mut d = D::new();
-            for i in 0..500 {
-                ins(&mut d, &k(i), 0);
+    fn dict_positions_move_only_by_the_documented_swap() {
+        let mut rng = fastrand::Rng::with_seed(7);
+        let mut d = D::new();
+        let mut order: Vec<Vec<u8>> = Vec::new();
+        for step in 0..5000 {
+            let grow = (step / 1000) % 2 == 0;
+            if order.is_empty() || rng.u8(..4) < if grow { 3 } else { 1 } {
+                let key = k(step);
+                ins(&mut d, &key, 0);
+                order.push(key);
+            } else {
+                let i = rng.usize(..order.len());
+                let key = order.swap_remove(i);
+                assert_eq!(d.position(hash_key(&key), &key), Some(i));
+                del(&mut d, &key);
             }
-            let mut reported = HashSet::new();
-            let mut removed = HashSet::new();
-            let mut cursor = 0;
-            let mut fresh = 1000;
-            let deleting = seed % 2 == 1;
-            loop {
-                cursor = d.scan(cursor, rng.usize(1..20), |key, _| {
-                    assert!(reported.insert(key.clone()), "reported twice");
-                });
-                if cursor == 0 {
-                    break;
+            if step % 97 == 0 {
+                for (i, key) in order.iter().enumerate() {
+                    assert_eq!(d.position(hash_key(key), key), Some(i));
+                    assert_eq!(d.at(i).map(|(k, _)| k), Some(key));
                 }
-                for _ in 0..rng.usize(0..if deleting { 80 } else { 30 }) {
-                    if rng.u8(..10) < if deleting { 9 } else { 5 } {
-                        let i = rng.usize(..500);
-                        d.remove_keep_buckets(hash_key(&k(i)), &k(i));
-                        removed.insert(k(i));
-                    } else {
-                        fresh += 1;
-                        ins(&mut d, &k(fresh), 0);
-                    }
-                }
-                for i in 0..500 {
-                    let key = k(i);
-                    if !removed.contains(&key) {
-                        let before = d.scanned_before(hash_key(&key), cursor);
-                        assert_eq!(before, reported.contains(&key), "seed {seed}");
-                    }
-                }
-            }
-            for i in 0..500 {
-                assert!(removed.contains(&k(i)) || reported.contains(&k(i)));
+                assert!(d.at(order.len()).is_none());
             }
         }
     }

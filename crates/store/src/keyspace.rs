@@ -260,14 +260,8 @@ pub(crate) struct DbTable {
 }
 
 impl DbTable {
-    /// Removes `key`; `shrink` lets the key table shrink if it became
-    /// sparse (not while a snapshot walks it).
-    fn remove(&mut self, hash: u64, key: &[u8], shrink: bool) -> Option<Entry> {
-        let (_, entry) = if shrink {
-            self.keys.remove(hash, key)?
-        } else {
-            self.keys.remove_keep_buckets(hash, key)?
-        };
+    fn remove(&mut self, hash: u64, key: &[u8]) -> Option<Entry> {
+        let (_, entry) = self.keys.remove(hash, key)?;
         if entry.expire_at != 0 {
             self.volatile.remove(hash, key);
         }
@@ -318,8 +312,8 @@ impl Shard {
     /// pending snapshot first.
     pub(crate) fn remove_entry(&mut self, db: usize, hash: u64, key: &[u8]) -> Option<Entry> {
         self.preserve(db, hash, key);
-        let shrink = self.pending.is_none();
-        self.dbs[db].remove(hash, key, shrink)
+        self.keep_entry_moving_behind_walk(db, hash, key);
+        self.dbs[db].remove(hash, key)
     }
 
     /// Marks every client watching `key` in `db` as dirty.
