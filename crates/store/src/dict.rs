@@ -556,9 +556,14 @@ impl<K: Borrow<[u8]>, V> Dict<K, V> {
         self.find(hash as u32, key)
     }
 
-    /// The entry at arena position `i` (see [`Dict::position`]).
-    pub fn at(&self, i: usize) -> Option<(&K, &V)> {
-        self.slots.get(i).map(|slot| (&slot.key, &slot.value))
+    /// The entry at arena position `i` (see [`Dict::position`]), with its
+    /// hash as the table keeps it: the low 32 bits, which is all any `Dict`
+    /// uses, so it can look the key up in another table without hashing
+    /// it again.
+    pub fn at(&self, i: usize) -> Option<(u64, &K, &V)> {
+        self.slots
+            .get(i)
+            .map(|slot| (u64::from(slot.hash), &slot.key, &slot.value))
     }
 
     /// Makes room for at least `additional` more entries without further
@@ -955,7 +960,10 @@ mod tests {
             if step % 97 == 0 {
                 for (i, key) in order.iter().enumerate() {
                     assert_eq!(d.position(hash_key(key), key), Some(i));
-                    assert_eq!(d.at(i).map(|(k, _)| k), Some(key));
+                    assert_eq!(
+                        d.at(i).map(|(h, k, _)| (h, k)),
+                        Some((hash_key(key) & 0xffff_ffff, key))
+                    );
                 }
                 assert!(d.at(order.len()).is_none());
             }
