@@ -213,6 +213,7 @@ fn start_snapshot(server: &Arc<Server>) -> Result<Receiver<SaveOutcome>, SaveErr
     let spawned = std::thread::Builder::new()
         .name("vireo-rdb-writer".into())
         .spawn(move || {
+            lower_thread_priority();
             let Ok(Some((cut, dirty_at_cut))) = cut_rx.recv() else {
                 let _ = std::fs::remove_file(&temp);
                 return;
@@ -270,7 +271,10 @@ fn start_snapshot(server: &Arc<Server>) -> Result<Receiver<SaveOutcome>, SaveErr
     let driver = server.clone();
     let driving = std::thread::Builder::new()
         .name("vireo-snapshot".into())
-        .spawn(move || driver.keyspace.drive_snapshot());
+        .spawn(move || {
+            lower_thread_priority();
+            driver.keyspace.drive_snapshot()
+        });
     if driving.is_err() {
         // Without a driver the snapshot would wait for commands to touch
         // every shard; finish it here instead.
@@ -681,4 +685,47 @@ pub fn load_at_startup(server: &Server) -> Result<(), String> {
         start.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// The nice value of the threads that serialize and write a snapshot.
+const SNAPSHOT_NICE: i32 = 10;
+
+/// Makes the calling thread yield the CPU to the workers when both want
+/// it: a snapshot on a busy server then takes longer instead of taking
+/// throughput away from clients.
+fn lower_thread_priority() {
+    // SAFETY: gettid and setpriority take plain integers and touch no
+    // memory of ours; on Linux PRIO_PROCESS with a thread id changes that
+    // thread only.
+    let done = unsafe {
+        let tid = libc::gettid() as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, SNAPSHOT_NICE)
+    };
+    if done != 0 {
+        tracing::debug!("could not lower the snapshot thread's priority");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The nice value of the calling thread.
+    fn thread_nice() -> i32 {
+        // SAFETY: as in `lower_thread_priority`.
+        unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t) }
+    }
+
+    #[test]
+    fn snapshot_threads_yield_to_the_workers() {
+        let before = thread_nice();
+        let lowered = std::thread::spawn(|| {
+            lower_thread_priority();
+            thread_nice()
+        })
+        .join()
+        .unwrap();
+        assert_eq!(lowered, SNAPSHOT_NICE);
+        assert_eq!(thread_nice(), before, "only the calling thread changes");
+    }
 }

@@ -34,12 +34,16 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::dict::Dict;
-use crate::keyspace::{DbTable, Entry, Key, Keyspace, Shard};
+use crate::keyspace::{Entry, Key, Keyspace, Shard};
 
 /// Keys the driver serializes per lock hold: long enough to amortize the
 /// locking, short enough that a command finding the shard busy waits
 /// microseconds, not the whole shard's serialization.
-const STEP_KEYS: usize = 256;
+const STEP_KEYS: usize = 64;
+
+/// Output the driver collects across steps before handing it over, so the
+/// writer is woken per 64 KiB rather than per step.
+const EMIT_BYTES: usize = 64 * 1024;
 
 /// Serializes the shards of a snapshot.
 pub trait ShardVisitor: Send + Sync {
@@ -72,17 +76,6 @@ pub(crate) struct Pending {
 }
 
 impl Pending {
-    /// True if the walk has passed `key` (hash `hash`) of `db`, whose table
-    /// is `table`: its cut version is already out.
-    fn walked(&self, db: usize, hash: u64, key: &[u8], table: &DbTable) -> bool {
-        db < self.db
-            || (db == self.db
-                && table
-                    .keys
-                    .position(hash, key)
-                    .is_some_and(|i| i < self.cursor))
-    }
-
     /// Records `current` as `key`'s state at the cut, unless the key
     /// already changed since (then the older record is the cut's).
     fn keep(
@@ -96,10 +89,7 @@ impl Pending {
         if self.before.is_empty() {
             self.before.resize_with(databases, Dict::new);
         }
-        let kept = &mut self.before[db];
-        if !kept.contains_key(hash, key) {
-            kept.insert(hash, key.into(), current.cloned());
-        }
+        self.before[db].get_or_insert_with(hash, key, || (key.into(), current.cloned()));
     }
 }
 
@@ -108,13 +98,21 @@ impl Shard {
     /// has not passed it; called before anything changes the key.
     #[inline]
     pub(crate) fn preserve(&mut self, db: usize, hash: u64, key: &[u8]) {
-        if let Some(pending) = self.pending.as_deref_mut() {
-            let table = &self.dbs[db];
-            if !pending.walked(db, hash, key, table) {
-                let databases = self.dbs.len();
-                pending.keep(databases, db, hash, key, table.keys.get(hash, key));
-            }
+        let Some(pending) = self.pending.as_deref_mut() else {
+            return;
+        };
+        if db < pending.db {
+            return;
         }
+        // One lookup answers both "walked already?" and "what is it now?".
+        let keys = &self.dbs[db].keys;
+        let position = keys.position(hash, key);
+        if db == pending.db && position.is_some_and(|i| i < pending.cursor) {
+            return;
+        }
+        let current = position.and_then(|i| keys.at(i)).map(|(_, _, e)| e);
+        let databases = self.dbs.len();
+        pending.keep(databases, db, hash, key, current);
     }
 
     /// Removing `key` moves the table's last entry into its place; when
@@ -252,28 +250,48 @@ impl Keyspace {
     /// hold. When it returns, the snapshot begun before the call is done.
     pub fn drive_snapshot(&self) {
         for i in 0..self.shards.len() {
-            loop {
-                if !self.snapshot_in_progress() {
-                    return;
-                }
-                // Room for a step of small keys without regrowing (perf:
-                // reallocating the buffer cost the walk 8%).
-                let mut out = Vec::with_capacity(STEP_KEYS * 64);
-                let (visitor, keys, done) = {
-                    let mut shard = self.shards[i].lock();
-                    let Some(visitor) = shard.pending.as_ref().map(|p| p.visitor.clone()) else {
-                        break;
-                    };
-                    let (keys, done) = shard.walk(STEP_KEYS, &mut out);
-                    (visitor, keys, done)
-                };
-                visitor.emit(out, keys);
-                if done {
-                    // After the output is out: the snapshot ends when the
-                    // last piece has reached the visitor.
-                    self.snapshot_left.fetch_sub(1, Ordering::AcqRel);
+            if !self.snapshot_in_progress() {
+                return;
+            }
+            self.walk_shard(i);
+        }
+    }
+
+    /// Walks shard `i` to its end, a step per lock hold, handing the output
+    /// over in pieces of about [`EMIT_BYTES`]. Stops early if something
+    /// else (FLUSHDB, SWAPDB) finished the shard meanwhile.
+    fn walk_shard(&self, i: usize) {
+        let mut out = Vec::new();
+        let mut keys = 0;
+        let mut visitor = None;
+        loop {
+            let done = {
+                let mut shard = self.shards[i].lock();
+                let Some(pending) = shard.pending.as_ref() else {
                     break;
-                }
+                };
+                visitor.get_or_insert_with(|| pending.visitor.clone());
+                let (written, done) = shard.walk(STEP_KEYS, &mut out);
+                keys += written;
+                done
+            };
+            let Some(v) = &visitor else { break };
+            if done || out.len() >= EMIT_BYTES {
+                // A big shard: the next piece will be as big.
+                let room = if done { 0 } else { EMIT_BYTES + EMIT_BYTES / 4 };
+                let piece = std::mem::replace(&mut out, Vec::with_capacity(room));
+                v.emit(piece, std::mem::take(&mut keys));
+            }
+            if done {
+                // After the output is out: the snapshot ends when the last
+                // piece has reached the visitor.
+                self.snapshot_left.fetch_sub(1, Ordering::AcqRel);
+                return;
+            }
+        }
+        if let Some(v) = visitor {
+            if !out.is_empty() {
+                v.emit(out, keys);
             }
         }
     }
