@@ -66,7 +66,7 @@ pub fn run(server: &Server, session: &mut Session, out: &mut ReplyBuf, args: Arg
         return Outcome::Done;
     }
     if let Some(msg) = persistence_rejection(server, session, cmd) {
-        reject(server, session, out, Some(cmd), msg);
+        reject(server, session, out, Some(cmd), &msg);
         return Outcome::Done;
     }
     if session.in_multi()
@@ -249,17 +249,26 @@ fn oom_rejection(server: &Server, session: &Session, cmd: CmdRef) -> Option<&'st
 /// Redis's refusals for persistence reasons: writes (and PING) while the
 /// last background save failed under `stop-writes-on-bgsave-error`, and
 /// anything not flagged `loading` while the dataset loads.
-fn persistence_rejection(server: &Server, session: &Session, cmd: CmdRef) -> Option<&'static str> {
+fn persistence_rejection(
+    server: &Server,
+    session: &Session,
+    cmd: CmdRef,
+) -> Option<std::borrow::Cow<'static, str>> {
     let spec = cmd.spec;
-    if crate::rdb::writes_denied(server)
-        && (spec.name == "ping" || has_flag_or_queued(session, cmd, flags::WRITE))
-    {
-        return Some("MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.");
+    let denies =
+        |session: &Session| spec.name == "ping" || has_flag_or_queued(session, cmd, flags::WRITE);
+    if crate::rdb::writes_denied(server) && denies(session) {
+        return Some("MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.".into());
+    }
+    if let Some(error) = server.aof.write_error() {
+        if denies(session) {
+            return Some(format!("MISCONF Errors writing to the AOF file: {error}").into());
+        }
     }
     // The AOF's own replay runs while the server is loading.
     if server.rdb.loading.load(Ordering::Acquire) && !spec.has(flags::LOADING) && !session.replaying
     {
-        return Some("LOADING Redis is loading the dataset in memory");
+        return Some("LOADING Redis is loading the dataset in memory".into());
     }
     None
 }

@@ -883,3 +883,77 @@ fn a_single_file_aof_of_redis_6_is_migrated_into_the_directory() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Runs `args` until it succeeds, for up to ten seconds.
+fn until_ok(con: &mut redis::Connection, args: &[&str]) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while q(con, args).is_err() {
+        assert!(Instant::now() < deadline, "{args:?} kept failing");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_failing_aof_write_refuses_writes_until_a_write_succeeds_again() {
+    let dir = temp_dir("write-error");
+    let srv = start_aof(&dir, &[]);
+    let mut con = srv.conn();
+    assert_eq!(q(&mut con, &["SET", "a", "1"]).unwrap(), Value::Okay);
+    // The next rewrite's incremental file is /dev/full: writes to it fail.
+    let full = dir.join("appendonlydir/appendonly.aof.2.incr.aof");
+    std::os::unix::fs::symlink("/dev/full", &full).unwrap();
+    q(&mut con, &["BGREWRITEAOF"]).unwrap();
+    wait_rewrite_done(&mut con, 1);
+    // The command ran; its log write fails afterwards, and from then on
+    // writes (and PING, as in Redis) are refused while reads are served.
+    assert_eq!(q(&mut con, &["SET", "b", "2"]).unwrap(), Value::Okay);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let refused = loop {
+        match q(&mut con, &["SET", "c", "3"]) {
+            Err(e) => break format!("{} {}", e.code().unwrap_or("?"), e.detail().unwrap_or("")),
+            Ok(_) => assert!(Instant::now() < deadline, "writes were never refused"),
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(
+        refused,
+        "MISCONF Errors writing to the AOF file: No space left on device"
+    );
+    assert!(q(&mut con, &["PING"]).is_err());
+    assert_eq!(info_field(&mut con, "aof_last_write_status"), "err");
+    assert_eq!(
+        q(&mut con, &["GET", "a"]).unwrap(),
+        Value::BulkString(b"1".to_vec())
+    );
+    // The next rewrite opens a working file: the retained bytes go there
+    // and writes are accepted again.
+    std::fs::remove_file(&full).unwrap();
+    q(&mut con, &["BGREWRITEAOF"]).unwrap();
+    wait_rewrite_done(&mut con, 2);
+    until_ok(&mut con, &["SET", "c", "3"]);
+    assert_eq!(info_field(&mut con, "aof_last_write_status"), "ok");
+    shutdown(srv);
+    let srv = start_aof(&dir, &[]);
+    let mut con = srv.conn();
+    let values: Vec<Option<String>> = redis::cmd("MGET")
+        .arg(&["a", "b", "c"][..])
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(values, ["1", "2", "3"].map(|v| Some(v.to_string())));
+}
+
+#[test]
+fn a_failing_aof_write_under_appendfsync_always_stops_the_server() {
+    let dir = temp_dir("write-error-always");
+    let mut srv = start_aof(&dir, &["--appendfsync", "always"]);
+    let mut con = srv.conn();
+    assert_eq!(q(&mut con, &["SET", "a", "1"]).unwrap(), Value::Okay);
+    let full = dir.join("appendonlydir/appendonly.aof.2.incr.aof");
+    std::os::unix::fs::symlink("/dev/full", &full).unwrap();
+    q(&mut con, &["BGREWRITEAOF"]).unwrap();
+    wait_rewrite_done(&mut con, 1);
+    // Never acknowledged: the server exits instead (Redis's contract).
+    assert!(q(&mut con, &["SET", "b", "2"]).is_err());
+    let status = srv.child().wait().unwrap();
+    assert_eq!(status.code(), Some(1));
+}

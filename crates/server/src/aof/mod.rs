@@ -23,7 +23,7 @@ pub mod rewrite;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -109,7 +109,9 @@ pub struct Aof {
     last_rewrite_ok: AtomicBool,
     rewrites: AtomicU64,
     rewrites_failed_in_a_row: AtomicU64,
-    last_write_ok: AtomicBool,
+    /// The OS error of the last failed write or background fsync, 0 once
+    /// a write succeeds again: writes are refused meanwhile (MISCONF).
+    write_errno: AtomicI32,
 }
 
 #[derive(Default)]
@@ -146,7 +148,7 @@ impl Aof {
             last_rewrite_ok: AtomicBool::new(true),
             rewrites: AtomicU64::new(0),
             rewrites_failed_in_a_row: AtomicU64::new(0),
-            last_write_ok: AtomicBool::new(true),
+            write_errno: AtomicI32::new(0),
         }
     }
 
@@ -241,6 +243,30 @@ impl Aof {
         offset > self.synced()
     }
 
+    /// Why writes are refused, as C's `strerror` words it: the last write
+    /// or fsync of the log failed and no write has succeeded since (Redis
+    /// refuses writes then too, and retries). None while the AOF is off.
+    pub fn write_error(&self) -> Option<String> {
+        let errno = self.write_errno.load(Ordering::Relaxed);
+        if errno == 0 || !self.is_enabled() {
+            return None;
+        }
+        let text = std::io::Error::from_raw_os_error(errno).to_string();
+        // Rust appends " (os error N)" to strerror's text.
+        Some(match text.rfind(" (os error") {
+            Some(cut) => text[..cut].to_string(),
+            None => text,
+        })
+    }
+
+    /// Records a failed write or fsync (see [`Aof::write_error`]).
+    fn record_write_error(&self, e: &std::io::Error) {
+        let errno = e.raw_os_error().unwrap_or(libc::EIO);
+        if self.write_errno.swap(errno, Ordering::Relaxed) == 0 {
+            tracing::warn!("Error writing to the AOF file: {e}");
+        }
+    }
+
     /// Asks the background thread for a rewrite; false if one is running.
     pub fn request_rewrite(&self) -> bool {
         if self.rewrite_in_progress.load(Ordering::SeqCst) {
@@ -290,10 +316,7 @@ impl Aof {
                     .load(Ordering::Relaxed)
                     .to_string(),
             ),
-            (
-                "aof_last_write_status",
-                ok(self.last_write_ok.load(Ordering::Relaxed)),
-            ),
+            ("aof_last_write_status", ok(self.write_error().is_none())),
             ("aof_last_cow_size", "0".into()),
             ("module_fork_in_progress", "0".into()),
             ("module_fork_last_cow_size", "0".into()),
@@ -463,64 +486,94 @@ pub fn config_changed(server: &Server) {
 /// switching files at a rewrite's cut, fsyncing per policy, and wakes the
 /// workers that hold replies for the fsync. Runs until shutdown; what is
 /// fed before then is written and synced.
+///
+/// A failed write keeps the bytes not written and retries them, before
+/// anything newer, with the next batch or after a second (writes are
+/// refused meanwhile, see [`Aof::write_error`]); they go to whichever file
+/// is current then, as Redis's retained buffer does. Under `appendfsync
+/// always` a failed write or fsync ends the process, as in Redis: the
+/// commands already ran and their replies must not claim durability.
 pub fn run_writer(server: Arc<Server>) {
     let aof = &server.aof;
     let mut last_fsync = Instant::now();
     let mut dirty_since_fsync = false;
+    let mut unwritten: Vec<u8> = Vec::new();
     loop {
-        let (data, switch, total, close, stop) = {
+        let (fed, switch, total, close, stop) = {
             let mut f = aof.feed.lock();
-            while f.buf.is_empty() && f.switch.is_none() && !f.close && !f.stop {
-                let wait = if dirty_since_fsync {
-                    Duration::from_secs(1).saturating_sub(last_fsync.elapsed())
-                } else {
-                    Duration::from_millis(100)
-                };
-                if wait.is_zero() {
-                    break;
+            let idle = |f: &Feed| f.buf.is_empty() && f.switch.is_none() && !f.close && !f.stop;
+            if !unwritten.is_empty() {
+                if idle(&f) {
+                    aof.feed_cond.wait_for(&mut f, Duration::from_secs(1));
                 }
-                aof.feed_cond.wait_for(&mut f, wait);
+            } else {
+                while idle(&f) {
+                    let wait = if dirty_since_fsync {
+                        Duration::from_secs(1).saturating_sub(last_fsync.elapsed())
+                    } else {
+                        Duration::from_millis(100)
+                    };
+                    if wait.is_zero() {
+                        break;
+                    }
+                    aof.feed_cond.wait_for(&mut f, wait);
+                }
             }
             let data = std::mem::take(&mut f.buf);
             let close = std::mem::take(&mut f.close);
             (data, f.switch.take(), f.total, close, f.stop)
         };
+        let retried = unwritten.len();
+        let data = if retried == 0 {
+            fed
+        } else {
+            let mut d = std::mem::take(&mut unwritten);
+            d.extend_from_slice(&fed);
+            d
+        };
         let mut file_slot = aof.file.lock();
-        let mut written = 0usize;
+        let mut done = 0usize;
         if let Some((at, new_file)) = switch {
-            write_out(aof, file_slot.as_mut(), &data[..at]);
+            done = write_out(aof, file_slot.as_mut(), &data[..retried + at]);
             if let Some(old) = file_slot.as_mut() {
                 let _ = old.sync_data();
             }
             *file_slot = Some(new_file);
-            written = at;
         }
-        write_out(aof, file_slot.as_mut(), &data[written..]);
-        if !data.is_empty() {
+        done += write_out(aof, file_slot.as_mut(), &data[done..]);
+        unwritten.extend_from_slice(&data[done..]);
+        if done > 0 {
             dirty_since_fsync = true;
-            aof.current_size
-                .fetch_add(data.len() as u64, Ordering::Relaxed);
+            aof.current_size.fetch_add(done as u64, Ordering::Relaxed);
         }
         let policy = aof.fsync_policy();
+        if !unwritten.is_empty() && policy == Fsync::Always {
+            tracing::error!("Can't recover from AOF write error when the AOF fsync policy is 'always'. Exiting...");
+            std::process::exit(1);
+        }
         let due = match policy {
             Fsync::Always => dirty_since_fsync,
             Fsync::EverySec => dirty_since_fsync && last_fsync.elapsed() >= Duration::from_secs(1),
             Fsync::No => false,
         };
         if due || ((close || stop) && dirty_since_fsync) {
-            if let Some(f) = file_slot.as_mut() {
-                if let Err(e) = f.sync_data() {
-                    tracing::warn!("Fail to fsync the AOF file: {e}");
+            if let Some(Err(e)) = file_slot.as_mut().map(|f| f.sync_data()) {
+                if policy == Fsync::Always {
+                    tracing::error!("Can't persist AOF for fsync error when the AOF fsync policy is 'always': {e}. Exiting...");
+                    std::process::exit(1);
                 }
+                aof.record_write_error(&e);
             }
             last_fsync = Instant::now();
             dirty_since_fsync = false;
         }
         if close {
             *file_slot = None;
+            unwritten.clear();
         }
         drop(file_slot);
-        aof.synced.store(total, Ordering::SeqCst);
+        aof.synced
+            .store(total - unwritten.len() as u64, Ordering::SeqCst);
         wake_waiting_workers(&server);
         if stop && aof.feed.lock().buf.is_empty() {
             return;
@@ -535,23 +588,33 @@ pub fn stop_writer(server: &Server) {
     server.aof.feed_cond.notify_one();
 }
 
-/// Writes `data` to the AOF file, retrying short writes; a failure is
-/// logged and shown by INFO (`aof_last_write_status`).
-fn write_out(aof: &Aof, file: Option<&mut File>, data: &[u8]) {
-    if data.is_empty() {
-        return;
-    }
+/// Writes `data` to the AOF file, continuing after short writes; returns
+/// how many bytes were written (all of them unless a write failed, which
+/// is recorded for INFO and MISCONF). Without a file (the AOF was turned
+/// off) the bytes count as written: they have nowhere to go.
+fn write_out(aof: &Aof, file: Option<&mut File>, data: &[u8]) -> usize {
     let Some(file) = file else {
-        return;
+        return data.len();
     };
-    match file.write_all(data) {
-        Ok(()) => aof.last_write_ok.store(true, Ordering::Relaxed),
-        Err(e) => {
-            if aof.last_write_ok.swap(false, Ordering::Relaxed) {
-                tracing::warn!("Error writing to the AOF file: {e}");
+    let mut done = 0;
+    while done < data.len() {
+        match file.write(&data[done..]) {
+            Ok(0) => {
+                aof.record_write_error(&std::io::Error::from_raw_os_error(libc::ENOSPC));
+                return done;
+            }
+            Ok(n) => done += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                aof.record_write_error(&e);
+                return done;
             }
         }
     }
+    if !data.is_empty() && aof.write_errno.swap(0, Ordering::Relaxed) != 0 {
+        tracing::warn!("AOF write error looks solved, Redis can write again.");
+    }
+    done
 }
 
 fn wake_waiting_workers(server: &Server) {
