@@ -15,6 +15,7 @@
    INFO's command count).
 
 Usage: bench/persistence.py [--keys N] [--rounds R] [--vireo PATH]
+                            [--skip-aof] [--skip-bgsave]
 Prints Markdown tables.
 """
 
@@ -226,10 +227,13 @@ def main():
     ap.add_argument("--requests", type=int, default=300_000)
     ap.add_argument("--vireo", default="target/release/vireo")
     ap.add_argument("--skip-aof", action="store_true")
+    ap.add_argument("--skip-bgsave", action="store_true")
     args = ap.parse_args()
     if not args.skip_aof:
         aof_table(args.vireo, args.rounds, args.requests)
         print()
+    if args.skip_bgsave:
+        return
     dump = make_dataset(args.keys, args.vireo)
     rows = {kind: [load_and_bgsave(kind, args.vireo, dump, args.keys)
                    for _ in range(args.rounds)] for kind in ("vireo", "redis")}
