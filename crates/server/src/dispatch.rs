@@ -112,7 +112,7 @@ pub fn run(server: &Server, session: &mut Session, out: &mut ReplyBuf, args: Arg
         // The AOF's fake client never waits (Redis asserts it cannot).
         deny_blocking: replaying,
         effects: None,
-        unit: Vec::new(),
+        unit: smallvec::SmallVec::new(),
     };
     if ctx.session.reply_mode == ReplyMode::SkipNext {
         ctx.session.reply_mode = ReplyMode::Skipping;
@@ -447,7 +447,7 @@ fn collect_effects(ctx: &mut Ctx<'_>, cmd: CmdRef, args: Args<'_>, dirty_before:
     match ctx.effects.take() {
         Some(ops) => ctx.unit.extend(ops),
         None if ctx.dirty > dirty_before && cmd.spec.name != "exec" => {
-            let mut bytes = Vec::with_capacity(64);
+            let mut bytes = Vec::new();
             args.write_resp(&mut bytes);
             // The database the command ran in (SELECT inside MULTI changes
             // ctx.db only for the commands after it).

@@ -361,7 +361,7 @@ pub struct Ctx<'a> {
     pub effects: Option<Vec<crate::aof::Op>>,
     /// The execution unit's effects so far (a command, or a transaction's
     /// commands), handed to the AOF by dispatch under the unit's locks.
-    pub unit: Vec<crate::aof::Op>,
+    pub unit: smallvec::SmallVec<[crate::aof::Op; 1]>,
 }
 
 impl Ctx<'_> {
