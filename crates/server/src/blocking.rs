@@ -432,7 +432,7 @@ mod tests {
     use crate::cmd::blocking::Pop;
     use crate::config::Config;
     use vireo_store::list::{End, List};
-    use vireo_store::value::Value;
+    use vireo_store::value::{Value, ValueRef};
 
     fn server() -> Server {
         Server::new(Config::default(), 1)
@@ -519,7 +519,7 @@ mod tests {
         assert!(mover.is_claimed() && !popper.is_claimed());
         let mut keys = ks.lock_keys([src, dst.as_slice()]);
         assert!(!keys.contains(0, src));
-        let Some(Value::List(l)) = keys.get_mut(0, &dst).map(|e| &e.value) else {
+        let Some(ValueRef::List(l)) = keys.get_mut(0, &dst).map(|e| e.value()) else {
             panic!("no destination list");
         };
         assert_eq!(l.len(), 1);

@@ -165,7 +165,7 @@ fn evict_until_under(server: &Server, limit: u64) -> EvictResult {
         if lazy {
             server
                 .lazyfree
-                .free_value(ev.entry.value, |v| v.heap_bytes() as u64);
+                .free_value(ev.entry.into_value(), |v| v.heap_bytes() as u64);
         } else {
             drop(ev);
         }

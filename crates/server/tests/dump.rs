@@ -522,9 +522,10 @@ fn loader_reads_files_redis_writes() {
                 Item::Entry { db, key, entry } => {
                     let key = String::from_utf8(key).unwrap();
                     redis::cmd("SELECT").arg(db).query::<()>(&mut r).unwrap();
-                    assert_eq!(Some(contents(&entry.value)), read(&mut r, &key), "{key}");
-                    if !matches!(entry.value, Value::Str(_)) {
-                        assert_eq!(entry.value.encoding_name(), encoding(&mut r, &key), "{key}");
+                    let value = entry.value().to_value();
+                    assert_eq!(Some(contents(&value)), read(&mut r, &key), "{key}");
+                    if !matches!(value, Value::Str(_)) {
+                        assert_eq!(value.encoding_name(), encoding(&mut r, &key), "{key}");
                     }
                     let at: i64 = redis::cmd("PEXPIRETIME").arg(&key).query(&mut r).unwrap();
                     assert_eq!(entry.expire_at().map_or(-1, |t| t as i64), at, "{key}");

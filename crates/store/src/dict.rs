@@ -483,6 +483,15 @@ impl<K: Borrow<[u8]>, V> Dict<K, V> {
             .map(move |i| &mut self.slots[i].value)
     }
 
+    /// Mutable access to the stored key for `key`, for tables whose keys
+    /// carry their value (the keyspace's entries). The caller must not change
+    /// the key's bytes: the entry would then sit in the wrong bucket and no
+    /// longer be found (memory stays safe, lookups go wrong).
+    pub fn get_key_mut(&mut self, hash: u64, key: &[u8]) -> Option<&mut K> {
+        self.find(hash as u32, key)
+            .map(move |i| &mut self.slots[i].key)
+    }
+
     /// The stored key and value for `key`, if any. Useful when the stored
     /// key carries more than its bytes (or must be cloned cheaply).
     pub fn get_key_value(&self, hash: u64, key: &[u8]) -> Option<(&K, &V)> {

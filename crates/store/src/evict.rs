@@ -238,13 +238,13 @@ impl Keyspace {
                             continue;
                         }
                         table.volatile.sample(&mut pool.rng, samples, |k, _| {
-                            if let Some(e) = table.keys.get(hash_key(k), k) {
+                            if let Some((e, ())) = table.keys.get_key_value(hash_key(k), k) {
                                 pool.cands.offer(policy.score(e, now, decay), db, k);
                             }
                         });
                     } else if !table.keys.is_empty() {
-                        table.keys.sample(&mut pool.rng, samples, |k, e| {
-                            pool.cands.offer(policy.score(e, now, decay), db, k);
+                        table.keys.sample(&mut pool.rng, samples, |e, ()| {
+                            pool.cands.offer(policy.score(e, now, decay), db, e.key());
                         });
                     }
                 }
@@ -284,11 +284,14 @@ impl Keyspace {
             for db in 0..shard.dbs.len() {
                 let table = &shard.dbs[db];
                 let key = if policy.volatile_only() {
-                    table.volatile.random_entry(&mut pool.rng).map(|(k, _)| k)
+                    table
+                        .volatile
+                        .random_entry(&mut pool.rng)
+                        .map(|(k, _)| k.clone())
                 } else {
-                    table.keys.random_entry(&mut pool.rng).map(|(k, _)| k)
+                    (table.keys.random_entry(&mut pool.rng)).map(|(e, ())| Key::from(e.key()))
                 };
-                if let Some(key) = key.cloned() {
+                if let Some(key) = key {
                     evicted = shard.evict(db, hash_key(&key), key, on_evicted);
                     return true;
                 }

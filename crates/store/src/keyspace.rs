@@ -23,8 +23,9 @@ use smallvec::SmallVec;
 
 use crate::clock::now_ms;
 use crate::dict::{hash_key, Dict};
+pub use crate::entry::Entry;
 use crate::snapshot::Pending;
-use crate::value::Value;
+use crate::value::{Value, ValueRef};
 
 /// A key as stored: an owned byte string.
 pub type Key = Box<[u8]>;
@@ -56,154 +57,6 @@ impl Default for LfuTuning {
     }
 }
 
-/// A stored value with its metadata.
-///
-/// Besides the TTL an entry records when it was last accessed (for
-/// `OBJECT IDLETIME` and LRU eviction) and a logarithmic access counter
-/// (for `OBJECT FREQ` and LFU eviction). Unlike Redis, which keeps one or
-/// the other in a 24-bit field depending on `maxmemory-policy`, both are
-/// always tracked (7 bytes, one aligned word per entry), so switching the
-/// policy at runtime needs no adjustment period.
-#[derive(Clone, Debug)]
-pub struct Entry {
-    /// The value.
-    pub value: Value,
-    /// Absolute expiry time in Unix milliseconds; 0 when the key is persistent.
-    expire_at: u64,
-    /// Last access in Unix seconds; 0 for an entry not stored yet, which the
-    /// keyspace stamps with the time it is stored.
-    access_s: u32,
-    /// Logarithmic access counter, before decay.
-    lfu_count: u8,
-    /// When `lfu_count` was last updated, in Unix minutes modulo 2^16.
-    lfu_minutes: u16,
-}
-
-/// Unix minutes modulo 2^16, the LFU decay clock.
-fn lfu_minutes(now_ms: u64) -> u16 {
-    (now_ms / 60_000) as u16
-}
-
-/// Unix seconds, saturating in the year 2106.
-fn unix_secs(now_ms: u64) -> u32 {
-    u32::try_from(now_ms / 1000).unwrap_or(u32::MAX)
-}
-
-impl Entry {
-    /// A persistent entry, with fresh access metadata once stored.
-    pub fn new(value: Value) -> Self {
-        Entry {
-            value,
-            expire_at: 0,
-            access_s: 0,
-            lfu_count: LFU_INIT_VAL,
-            lfu_minutes: 0,
-        }
-    }
-
-    /// The same entry with absolute expiry `at_ms` (Unix ms), or persistent
-    /// for None.
-    pub fn with_expire(mut self, at_ms: Option<u64>) -> Self {
-        self.expire_at = at_ms.map_or(0, |t| t.max(1));
-        self
-    }
-
-    /// The same entry, marked as last accessed `idle_secs` seconds before
-    /// `now_ms` (RESTORE ... IDLETIME, the RDB IDLE opcode).
-    pub fn with_idle(mut self, idle_secs: u64, now_ms: u64) -> Self {
-        self.stamp_fresh(now_ms);
-        let idle = u32::try_from(idle_secs).unwrap_or(u32::MAX);
-        // 0 means "not stored yet", so the oldest possible access is 1.
-        self.access_s = unix_secs(now_ms).saturating_sub(idle).max(1);
-        self
-    }
-
-    /// The same entry with access counter `freq` as of `now_ms` (RESTORE
-    /// ... FREQ, the RDB FREQ opcode).
-    pub fn with_freq(mut self, freq: u8, now_ms: u64) -> Self {
-        self.stamp_fresh(now_ms);
-        self.lfu_count = freq;
-        self
-    }
-
-    /// Gives a not-yet-stored entry its access metadata now, so that
-    /// [`Entry::with_idle`] and [`Entry::with_freq`] survive storing.
-    fn stamp_fresh(&mut self, now_ms: u64) {
-        if self.access_s == 0 {
-            self.access_s = unix_secs(now_ms).max(1);
-            self.lfu_minutes = lfu_minutes(now_ms);
-        }
-    }
-
-    /// The expiry time in Unix milliseconds, if any.
-    pub fn expire_at(&self) -> Option<u64> {
-        (self.expire_at != 0).then_some(self.expire_at)
-    }
-
-    /// Redis treats a key as expired only once the clock is strictly past
-    /// its expiry time.
-    fn is_expired(&self, now: u64) -> bool {
-        self.expire_at != 0 && now > self.expire_at
-    }
-
-    /// Milliseconds since the key was last accessed, at the one-second
-    /// resolution the access time is kept with (LRU eviction's ranking).
-    pub fn idle_ms(&self, now_ms: u64) -> u64 {
-        now_ms.saturating_sub(u64::from(self.access_s) * 1000)
-    }
-
-    /// Backdates the last access, for tests of eviction's ranking.
-    #[cfg(test)]
-    pub(crate) fn set_access_for_test(&mut self, at_ms: u64) {
-        self.access_s = unix_secs(at_ms);
-    }
-
-    /// Whole seconds since the key was last accessed (`OBJECT IDLETIME`).
-    pub fn idle_secs(&self, now_ms: u64) -> u64 {
-        u64::from(unix_secs(now_ms).saturating_sub(self.access_s))
-    }
-
-    /// The access counter after the decay due since its last update
-    /// (`OBJECT FREQ`), as Redis's `LFUDecrAndReturn`.
-    pub fn lfu_freq(&self, now_ms: u64, decay_minutes: u32) -> u8 {
-        if decay_minutes == 0 {
-            return self.lfu_count;
-        }
-        let elapsed = lfu_minutes(now_ms).wrapping_sub(self.lfu_minutes);
-        let periods = u32::from(elapsed) / decay_minutes;
-        u8::try_from(u32::from(self.lfu_count).saturating_sub(periods)).unwrap_or(0)
-    }
-
-    /// Records an access: the access time becomes now, and the counter is
-    /// decayed then incremented with probability 1 / ((c - 5) * factor + 1),
-    /// as Redis's `updateLFU` does.
-    fn touch(&mut self, now_ms: u64, tuning: LfuTuning) {
-        self.access_s = unix_secs(now_ms);
-        let mut count = self.lfu_freq(now_ms, tuning.decay_minutes);
-        if count < u8::MAX {
-            let base = f64::from(count.saturating_sub(LFU_INIT_VAL));
-            let p = 1.0 / (base * f64::from(tuning.log_factor) + 1.0);
-            if fastrand::f64() < p {
-                count += 1;
-            }
-        }
-        self.lfu_count = count;
-        self.lfu_minutes = lfu_minutes(now_ms);
-    }
-
-    /// Gives an entry that is about to be stored for the first time its
-    /// access metadata: accessed now, and the counter of the entry it
-    /// replaces (Redis keeps it on overwrite) or [`LFU_INIT_VAL`].
-    fn stamp_new(&mut self, now_ms: u64, replaced: Option<&Entry>, decay_minutes: u32) {
-        if self.access_s != 0 {
-            return;
-        }
-        self.access_s = unix_secs(now_ms).max(1);
-        self.lfu_count = replaced.map_or(LFU_INIT_VAL, |old| old.lfu_freq(now_ms, decay_minutes));
-        self.lfu_minutes = lfu_minutes(now_ms);
-    }
-}
-
 /// A function that frees values off the request path (the server's lazy
 /// free thread).
 pub type BackgroundFree = Box<dyn Fn(Value) + Send + Sync>;
@@ -218,11 +71,16 @@ pub struct Disposal {
 }
 
 impl Disposal {
-    /// Frees the value of an expired key.
-    fn expired(&self, value: Value) {
+    /// Frees an expired entry. A string is one or two allocations and
+    /// always freed in place; other values go to the background freer when
+    /// `lazyfree-lazy-expire` is on.
+    fn expired(&self, entry: Entry) {
+        if matches!(entry.value(), ValueRef::Str(_)) {
+            return;
+        }
         match self.background.get() {
-            Some(free) if self.lazy_expire.load(Ordering::Relaxed) => free(value),
-            _ => drop(value),
+            Some(free) if self.lazy_expire.load(Ordering::Relaxed) => free(entry.into_value()),
+            _ => drop(entry),
         }
     }
 }
@@ -252,7 +110,7 @@ impl std::ops::AddAssign for ShardStats {
 /// One database's slice within a shard.
 #[derive(Default)]
 pub(crate) struct DbTable {
-    pub(crate) keys: Dict<Key, Entry>,
+    pub(crate) keys: Dict<Entry, ()>,
     /// The keys that have a TTL, for active expiry and eviction sampling.
     pub(crate) volatile: Dict<Key, ()>,
     /// Where the active expiry cycle resumes its scan of `volatile`.
@@ -261,8 +119,8 @@ pub(crate) struct DbTable {
 
 impl DbTable {
     fn remove(&mut self, hash: u64, key: &[u8]) -> Option<Entry> {
-        let (_, entry) = self.keys.remove(hash, key)?;
-        if entry.expire_at != 0 {
+        let (entry, ()) = self.keys.remove(hash, key)?;
+        if entry.expire_at().is_some() {
             self.volatile.remove(hash, key);
         }
         Some(entry)
@@ -351,13 +209,13 @@ impl Shard {
 
     /// Deletes `key` if its TTL passed; true if it did.
     fn expire_if_needed(&mut self, db: usize, hash: u64, key: &[u8], now: u64) -> bool {
-        let expired = match self.dbs[db].keys.get(hash, key) {
-            Some(e) => e.is_expired(now),
+        let expired = match self.dbs[db].keys.get_key_value(hash, key) {
+            Some((e, ())) => e.is_expired(now),
             None => return false,
         };
         if expired {
             if let Some(e) = self.remove_entry(db, hash, key) {
-                self.disposal.expired(e.value);
+                self.disposal.expired(e);
             }
             self.stats.expired_keys += 1;
             self.signal(db, key);
@@ -589,13 +447,16 @@ fn expire_sample(
     let keys = &table.keys;
     table.expire_cursor = table.volatile.scan(table.expire_cursor, n, |k, _| {
         sampled += 1;
-        if keys.get(hash_key(k), k).is_some_and(|e| e.is_expired(now)) {
+        if keys
+            .get_key_value(hash_key(k), k)
+            .is_some_and(|(e, ())| e.is_expired(now))
+        {
             due.push(k.clone());
         }
     });
     for k in &due {
         if let Some(e) = shard.remove_entry(db, hash_key(k), k) {
-            shard.disposal.expired(e.value);
+            shard.disposal.expired(e);
         }
         on_expired(db, k);
     }
@@ -780,7 +641,7 @@ impl<'a> Keys<'a> {
         let entry = if expired {
             None
         } else {
-            shard.dbs[db].keys.get_mut(hash, key)
+            shard.dbs[db].keys.get_key_mut(hash, key)
         };
         if stats {
             match entry {
@@ -825,7 +686,8 @@ impl<'a> Keys<'a> {
         };
         shard.dbs[db]
             .keys
-            .get(hash, key)
+            .get_key_value(hash, key)
+            .map(|(e, ())| e)
             .filter(|e| !e.is_expired(self.now))
     }
 
@@ -860,7 +722,20 @@ impl<'a> Keys<'a> {
 
     /// Stores `value` under `key`, dropping any TTL; returns the old entry.
     pub fn set(&mut self, db: usize, key: &[u8], value: Value) -> Option<Entry> {
-        self.set_entry(db, key, Entry::new(value))
+        self.set_entry(db, key, Entry::with_key_value(key, value, None))
+    }
+
+    /// Stores the string `bytes` under `key` with expiry `expire_at` (Unix
+    /// ms, or none); returns the old entry. SET's path: the entry is built
+    /// straight from the bytes, TTL included.
+    pub fn set_str(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        bytes: &[u8],
+        expire_at: Option<u64>,
+    ) -> Option<Entry> {
+        self.set_entry(db, key, Entry::with_key_str(key, bytes, expire_at))
     }
 
     /// Stores `value` under `key`, keeping an existing TTL.
@@ -869,11 +744,11 @@ impl<'a> Keys<'a> {
         let decay = self.ks.lfu_tuning().decay_minutes;
         match self.lookup(db, key, true, false, false) {
             Some(e) => {
-                let mut fresh = Entry::new(value).with_expire(e.expire_at());
+                let mut fresh = Entry::with_key_value(key, value, e.expire_at());
                 fresh.stamp_new(now, Some(e), decay);
                 Some(std::mem::replace(e, fresh))
             }
-            None => self.set_entry(db, key, Entry::new(value)),
+            None => self.set_entry(db, key, Entry::with_key_value(key, value, None)),
         }
     }
 
@@ -881,7 +756,8 @@ impl<'a> Keys<'a> {
     /// An entry made with [`Entry::new`] counts as accessed now and inherits
     /// the access counter of the entry it replaces; one taken out of the
     /// keyspace (RENAME, MOVE) keeps its metadata.
-    pub fn set_entry(&mut self, db: usize, key: &[u8], mut entry: Entry) -> Option<Entry> {
+    pub fn set_entry(&mut self, db: usize, key: &[u8], entry: Entry) -> Option<Entry> {
+        let mut entry = entry.with_key(key);
         let hash = hash_key(key);
         let now = self.now;
         let decay = self.ks.lfu_tuning().decay_minutes;
@@ -889,19 +765,19 @@ impl<'a> Keys<'a> {
         let shard = self.shard(hash);
         shard.preserve(db, hash, key);
         let table = &mut shard.dbs[db];
-        let new_ttl = entry.expire_at != 0;
-        let old = match table.keys.get_mut(hash, key) {
+        let new_ttl = entry.expire_at().is_some();
+        let old = match table.keys.get_key_mut(hash, key) {
             Some(slot) => {
                 entry.stamp_new(now, Some(slot), decay);
                 Some(std::mem::replace(slot, entry))
             }
             None => {
                 entry.stamp_new(now, None, decay);
-                table.keys.insert(hash, key.into(), entry);
+                table.keys.insert(hash, entry, ());
                 None
             }
         };
-        let old_ttl = old.as_ref().is_some_and(|e| e.expire_at != 0);
+        let old_ttl = old.as_ref().is_some_and(|e| e.expire_at().is_some());
         if new_ttl && !old_ttl {
             table.volatile.insert(hash, key.into(), ());
         } else if old_ttl && !new_ttl {
@@ -926,8 +802,8 @@ impl<'a> Keys<'a> {
         let Some(e) = self.lookup(db, key, true, false, false) else {
             return false;
         };
-        let had = e.expire_at != 0;
-        e.expire_at = at_ms.max(1);
+        let had = e.expire_at().is_some();
+        e.set_expire_raw(at_ms.max(1));
         if !had {
             self.shard(hash).dbs[db]
                 .volatile
@@ -942,10 +818,10 @@ impl<'a> Keys<'a> {
         let Some(e) = self.lookup(db, key, true, false, false) else {
             return false;
         };
-        if e.expire_at == 0 {
+        if e.expire_at().is_none() {
             return false;
         }
-        e.expire_at = 0;
+        e.set_expire_raw(0);
         self.shard(hash).dbs[db].volatile.remove(hash, key);
         true
     }
@@ -957,8 +833,8 @@ impl<'a> Keys<'a> {
         let now = self.now;
         self.shard(hash).dbs[db]
             .keys
-            .get(hash, key)
-            .is_some_and(|e| e.is_expired(now))
+            .get_key_value(hash, key)
+            .is_some_and(|(e, ())| e.is_expired(now))
     }
 
     /// Tells clients WATCHing `key` in `db` that it changed.
@@ -1012,9 +888,9 @@ impl<'a> Keys<'a> {
         let now = self.now;
         for i in 0..self.ks.shard_count() {
             self.with_shard(i, |s| {
-                for (k, e) in s.dbs[db].keys.iter() {
+                for (e, ()) in s.dbs[db].keys.iter() {
                     if !e.is_expired(now) {
-                        f(k, e);
+                        f(e.key(), e);
                     }
                 }
             });
@@ -1040,12 +916,12 @@ impl<'a> Keys<'a> {
             let mut expired = Vec::new();
             inner = self.with_shard(shard, |s| {
                 let table = &s.dbs[db];
-                let next = table.keys.scan(inner, count.max(1) - emitted, |k, e| {
+                let next = table.keys.scan(inner, count.max(1) - emitted, |e, ()| {
                     if e.is_expired(now) {
-                        expired.push(k.clone());
+                        expired.push(Key::from(e.key()));
                     } else {
                         emitted += 1;
-                        f(k, e);
+                        f(e.key(), e);
                     }
                 });
                 // Not recorded for the AOF: this dynamic view lets go of the
@@ -1089,7 +965,10 @@ impl<'a> Keys<'a> {
             }
             let idx = chosen?;
             let key = self.with_shard(idx, |s| {
-                s.dbs[db].keys.random_entry(rng).map(|(k, _)| k.clone())
+                s.dbs[db]
+                    .keys
+                    .random_entry(rng)
+                    .map(|(e, ())| Key::from(e.key()))
             })?;
             if self.contains(db, &key) {
                 return Some(key);
@@ -1142,7 +1021,7 @@ mod tests {
         let ks = Keyspace::new(16, 8);
         let mut k = ks.lock_keys([&b"a"[..]]);
         assert!(k.set(0, b"a", s(b"1")).is_none());
-        assert_eq!(k.get_read(0, b"a").unwrap().value, s(b"1"));
+        assert_eq!(k.get_read(0, b"a").unwrap().value(), s(b"1").as_ref());
         assert!(k.get_read(1, b"a").is_none());
         assert!(k.remove(0, b"a").is_some());
         assert!(k.get_read(0, b"a").is_none());

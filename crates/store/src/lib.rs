@@ -7,6 +7,7 @@
 
 pub mod clock;
 pub mod dict;
+pub mod entry;
 pub mod evict;
 pub mod glob;
 pub mod hash;
@@ -20,4 +21,4 @@ pub mod zset;
 
 pub use evict::{Evicted, EvictionPool, Policy};
 pub use keyspace::{Entry, Key, Keys, Keyspace, ShardStats};
-pub use value::{StrValue, Value};
+pub use value::{StrRef, StrValue, Value, ValueRef};

@@ -110,7 +110,7 @@ impl Shard {
         if db == pending.db && position.is_some_and(|i| i < pending.cursor) {
             return;
         }
-        let current = position.and_then(|i| keys.at(i)).map(|(_, _, e)| e);
+        let current = position.and_then(|i| keys.at(i)).map(|(_, e, ())| e);
         let databases = self.dbs.len();
         pending.keep(databases, db, hash, key, current);
     }
@@ -131,9 +131,9 @@ impl Shard {
             return;
         };
         if hole < pending.cursor && last >= pending.cursor {
-            if let Some((hash, moved, entry)) = keys.at(last) {
+            if let Some((hash, entry, ())) = keys.at(last) {
                 let databases = self.dbs.len();
-                pending.keep(databases, db, hash, moved, Some(entry));
+                pending.keep(databases, db, hash, entry.key(), Some(entry));
             }
         }
     }
@@ -164,9 +164,10 @@ impl Shard {
                 .len()
                 .min(pending.cursor.saturating_add(budget - seen));
             for i in pending.cursor..end {
-                let Some((hash, k, e)) = table.at(i) else {
+                let Some((hash, e, ())) = table.at(i) else {
                     break;
                 };
+                let k = e.key();
                 match kept.as_mut().and_then(|kept| kept.remove(hash, k)) {
                     Some((_, Some(old))) => put(db, out, k, &old),
                     Some((_, None)) => {}
@@ -317,7 +318,7 @@ impl Keyspace {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::value::{StrValue, Value};
+    use crate::value::{StrValue, Value, ValueRef};
     use parking_lot::Mutex;
     use std::collections::BTreeMap;
 
@@ -339,7 +340,7 @@ mod tests {
         fn select_db(&self, _out: &mut Vec<u8>, _db: usize) {}
 
         fn entry(&self, _out: &mut Vec<u8>, db: usize, k: &[u8], e: &Entry) -> bool {
-            let Value::Str(s) = &e.value else {
+            let ValueRef::Str(s) = e.value() else {
                 panic!("strings only")
             };
             let old = self.seen.lock().insert((db, k.to_vec()), s.to_vec());
@@ -408,7 +409,7 @@ mod tests {
         ks.begin_snapshot(c.clone(), || {}).unwrap();
         let mut keys = ks.lock_all();
         // In place through get_mut, and TTL changes.
-        keys.get_mut(0, b"k1").unwrap().value = Value::Str(StrValue::from_bytes(b"new"));
+        *keys.get_mut(0, b"k1").unwrap().value_mut() = Value::Str(StrValue::from_bytes(b"new"));
         keys.persist(0, b"k0");
         keys.set_expire(0, b"k2", far);
         // Deleted then re-added; added then deleted; expired lazily.

@@ -25,25 +25,77 @@ pub enum Value {
 }
 
 impl Value {
+    /// The value, borrowed in the form entries hand out.
+    pub fn as_ref(&self) -> ValueRef<'_> {
+        match self {
+            Value::Str(s) => ValueRef::Str(s.as_ref()),
+            Value::List(v) => ValueRef::List(v),
+            Value::Hash(v) => ValueRef::Hash(v),
+            Value::Set(v) => ValueRef::Set(v),
+            Value::ZSet(v) => ValueRef::ZSet(v),
+        }
+    }
+
     /// The type name TYPE and `SCAN ... TYPE` use.
     pub fn type_name(&self) -> &'static str {
-        match self {
-            Value::Str(_) => "string",
-            Value::List(_) => "list",
-            Value::Hash(_) => "hash",
-            Value::Set(_) => "set",
-            Value::ZSet(_) => "zset",
-        }
+        self.as_ref().type_name()
     }
 
     /// The encoding name `OBJECT ENCODING` reports.
     pub fn encoding_name(&self) -> &'static str {
+        self.as_ref().encoding_name()
+    }
+
+    /// See [`ValueRef::free_effort`].
+    pub fn free_effort(&self) -> usize {
+        self.as_ref().free_effort()
+    }
+
+    /// Heap bytes owned by the value, for `MEMORY USAGE`.
+    pub fn heap_bytes(&self) -> usize {
         match self {
-            Value::Str(s) => s.encoding_name(),
-            Value::List(v) => v.encoding_name(),
-            Value::Hash(v) => v.encoding_name(),
-            Value::Set(v) => v.encoding_name(),
-            Value::ZSet(v) => v.encoding_name(),
+            Value::Str(s) => s.heap_bytes(),
+            v => v.as_ref().heap_bytes(),
+        }
+    }
+}
+
+/// A borrowed value: what an [`crate::Entry`] hands out, since a string may
+/// be stored in the entry's own block rather than as a [`Value`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ValueRef<'a> {
+    /// A string.
+    Str(StrRef<'a>),
+    /// A list.
+    List(&'a crate::list::List),
+    /// A hash.
+    Hash(&'a crate::hash::Hash),
+    /// A set.
+    Set(&'a crate::set::Set),
+    /// A sorted set.
+    ZSet(&'a crate::zset::ZSet),
+}
+
+impl ValueRef<'_> {
+    /// The type name TYPE and `SCAN ... TYPE` use.
+    pub fn type_name(self) -> &'static str {
+        match self {
+            ValueRef::Str(_) => "string",
+            ValueRef::List(_) => "list",
+            ValueRef::Hash(_) => "hash",
+            ValueRef::Set(_) => "set",
+            ValueRef::ZSet(_) => "zset",
+        }
+    }
+
+    /// The encoding name `OBJECT ENCODING` reports.
+    pub fn encoding_name(self) -> &'static str {
+        match self {
+            ValueRef::Str(s) => s.encoding_name(),
+            ValueRef::List(v) => v.encoding_name(),
+            ValueRef::Hash(v) => v.encoding_name(),
+            ValueRef::Set(v) => v.encoding_name(),
+            ValueRef::ZSet(v) => v.encoding_name(),
         }
     }
 
@@ -51,25 +103,106 @@ impl Value {
     /// `lazyfreeGetFreeEffort` counts them: the node count of a list, the
     /// element count of a hash table or skiplist encoding, and 1 for a
     /// string or a packed encoding (one buffer).
-    pub fn free_effort(&self) -> usize {
+    pub fn free_effort(self) -> usize {
         match self {
-            Value::Str(_) => 1,
-            Value::List(v) => v.node_count(),
-            Value::Hash(v) if v.encoding_name() == "hashtable" => v.len(),
-            Value::Set(v) if v.encoding_name() == "hashtable" => v.len(),
-            Value::ZSet(v) if v.encoding_name() == "skiplist" => v.len(),
-            Value::Hash(_) | Value::Set(_) | Value::ZSet(_) => 1,
+            ValueRef::Str(_) => 1,
+            ValueRef::List(v) => v.node_count(),
+            ValueRef::Hash(v) if v.encoding_name() == "hashtable" => v.len(),
+            ValueRef::Set(v) if v.encoding_name() == "hashtable" => v.len(),
+            ValueRef::ZSet(v) if v.encoding_name() == "skiplist" => v.len(),
+            ValueRef::Hash(_) | ValueRef::Set(_) | ValueRef::ZSet(_) => 1,
         }
     }
 
-    /// Heap bytes owned by the value, for `MEMORY USAGE`.
-    pub fn heap_bytes(&self) -> usize {
+    /// Heap bytes owned by the value: a string's length (its own buffer
+    /// when it is a [`Value`]; entries count embedded strings themselves).
+    pub fn heap_bytes(self) -> usize {
         match self {
-            Value::Str(s) => s.heap_bytes(),
-            Value::List(v) => v.heap_bytes(),
-            Value::Hash(v) => v.heap_bytes(),
-            Value::Set(v) => v.heap_bytes(),
-            Value::ZSet(v) => v.heap_bytes(),
+            ValueRef::Str(s) => s.len(),
+            ValueRef::List(v) => v.heap_bytes(),
+            ValueRef::Hash(v) => v.heap_bytes(),
+            ValueRef::Set(v) => v.heap_bytes(),
+            ValueRef::ZSet(v) => v.heap_bytes(),
+        }
+    }
+
+    /// An owned copy.
+    pub fn to_value(self) -> Value {
+        match self {
+            ValueRef::Str(s) => Value::Str(s.to_owned()),
+            ValueRef::List(v) => Value::List(v.clone()),
+            ValueRef::Hash(v) => Value::Hash(v.clone()),
+            ValueRef::Set(v) => Value::Set(v.clone()),
+            ValueRef::ZSet(v) => Value::ZSet(v.clone()),
+        }
+    }
+}
+
+/// A borrowed string value (see [`StrValue`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StrRef<'a> {
+    /// A string that is the canonical decimal form of this integer.
+    Int(i64),
+    /// Any other byte string; `raw` once modified in place.
+    Bytes { data: &'a [u8], raw: bool },
+}
+
+impl<'a> StrRef<'a> {
+    /// The string's bytes; integers are formatted into `scratch`.
+    pub fn as_bytes<'s>(self, scratch: &'s mut itoa::Buffer) -> &'s [u8]
+    where
+        'a: 's,
+    {
+        match self {
+            StrRef::Int(n) => scratch.format(n).as_bytes(),
+            StrRef::Bytes { data, .. } => data,
+        }
+    }
+
+    /// Copies the string's bytes out.
+    pub fn to_vec(self) -> Vec<u8> {
+        self.as_bytes(&mut itoa::Buffer::new()).to_vec()
+    }
+
+    /// Length in bytes of the string form (STRLEN).
+    pub fn len(self) -> usize {
+        match self {
+            StrRef::Int(n) => itoa::Buffer::new().format(n).len(),
+            StrRef::Bytes { data, .. } => data.len(),
+        }
+    }
+
+    /// True for the empty string.
+    pub fn is_empty(self) -> bool {
+        self.len() == 0
+    }
+
+    /// The value as an integer when its string form is a valid integer
+    /// (the check INCR and friends make).
+    pub fn as_i64(self) -> Option<i64> {
+        match self {
+            StrRef::Int(n) => Some(n),
+            StrRef::Bytes { data, .. } => parse_i64(data),
+        }
+    }
+
+    /// `int`, `embstr` or `raw`, as `OBJECT ENCODING` prints them.
+    pub fn encoding_name(self) -> &'static str {
+        match self {
+            StrRef::Int(_) => "int",
+            StrRef::Bytes { data, raw } if !raw && data.len() <= EMBSTR_MAX_LEN => "embstr",
+            StrRef::Bytes { .. } => "raw",
+        }
+    }
+
+    /// An owned copy.
+    pub fn to_owned(self) -> StrValue {
+        match self {
+            StrRef::Int(n) => StrValue::Int(n),
+            StrRef::Bytes { data, raw } => StrValue::Bytes {
+                data: data.to_vec(),
+                raw,
+            },
         }
     }
 }
@@ -106,25 +239,27 @@ impl StrValue {
         }
     }
 
+    /// The string, borrowed.
+    pub fn as_ref(&self) -> StrRef<'_> {
+        match self {
+            StrValue::Int(n) => StrRef::Int(*n),
+            StrValue::Bytes { data, raw } => StrRef::Bytes { data, raw: *raw },
+        }
+    }
+
     /// The string's bytes; integers are formatted into `scratch`.
     pub fn as_bytes<'a>(&'a self, scratch: &'a mut itoa::Buffer) -> &'a [u8] {
-        match self {
-            StrValue::Int(n) => scratch.format(*n).as_bytes(),
-            StrValue::Bytes { data, .. } => data,
-        }
+        self.as_ref().as_bytes(scratch)
     }
 
     /// Copies the string's bytes out.
     pub fn to_vec(&self) -> Vec<u8> {
-        self.as_bytes(&mut itoa::Buffer::new()).to_vec()
+        self.as_ref().to_vec()
     }
 
     /// Length in bytes of the string form (STRLEN).
     pub fn len(&self) -> usize {
-        match self {
-            StrValue::Int(n) => itoa::Buffer::new().format(*n).len(),
-            StrValue::Bytes { data, .. } => data.len(),
-        }
+        self.as_ref().len()
     }
 
     /// True for the empty string.
@@ -135,10 +270,7 @@ impl StrValue {
     /// The value as an integer when its string form is a valid integer
     /// (the check INCR and friends make).
     pub fn as_i64(&self) -> Option<i64> {
-        match self {
-            StrValue::Int(n) => Some(*n),
-            StrValue::Bytes { data, .. } => parse_i64(data),
-        }
+        self.as_ref().as_i64()
     }
 
     /// Mutable bytes for in-place edits (APPEND, SETRANGE); turns an
@@ -161,11 +293,7 @@ impl StrValue {
 
     /// `int`, `embstr` or `raw`, as `OBJECT ENCODING` prints them.
     pub fn encoding_name(&self) -> &'static str {
-        match self {
-            StrValue::Int(_) => "int",
-            StrValue::Bytes { data, raw } if !raw && data.len() <= EMBSTR_MAX_LEN => "embstr",
-            StrValue::Bytes { .. } => "raw",
-        }
+        self.as_ref().encoding_name()
     }
 
     /// Heap bytes owned by the string.

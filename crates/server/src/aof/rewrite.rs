@@ -21,7 +21,7 @@ use vireo_resp::number::format_double;
 use vireo_store::keyspace::Entry;
 use vireo_store::rdb;
 use vireo_store::snapshot::ShardVisitor;
-use vireo_store::value::Value;
+use vireo_store::value::ValueRef;
 
 use super::manifest::Manifest;
 use super::reader::encode;
@@ -34,20 +34,20 @@ const ITEMS_PER_CMD: usize = 64;
 /// Appends the commands that recreate `key` (value, then expiry) to `out`.
 pub fn write_entry(out: &mut Vec<u8>, key: &[u8], entry: &Entry) {
     let mut num = itoa::Buffer::new();
-    match &entry.value {
-        Value::Str(s) => {
+    match entry.value() {
+        ValueRef::Str(s) => {
             let mut scratch = itoa::Buffer::new();
             encode(out, &[b"SET", key, s.as_bytes(&mut scratch)]);
         }
-        Value::List(l) => batched(out, b"RPUSH", key, l.iter().map(|e| e.to_vec())),
-        Value::Set(s) => batched(
+        ValueRef::List(l) => batched(out, b"RPUSH", key, l.iter().map(|e| e.to_vec())),
+        ValueRef::Set(s) => batched(
             out,
             b"SADD",
             key,
             s.iter()
                 .map(|m| m.as_bytes(&mut itoa::Buffer::new()).to_vec()),
         ),
-        Value::Hash(h) => {
+        ValueRef::Hash(h) => {
             let mut it = h.iter().peekable();
             while it.peek().is_some() {
                 let mut cmd: Vec<Vec<u8>> = vec![b"HMSET".to_vec(), key.to_vec()];
@@ -58,7 +58,7 @@ pub fn write_entry(out: &mut Vec<u8>, key: &[u8], entry: &Entry) {
                 encode(out, &cmd);
             }
         }
-        Value::ZSet(z) => {
+        ValueRef::ZSet(z) => {
             let mut it = z.iter().peekable();
             while it.peek().is_some() {
                 let mut cmd: Vec<Vec<u8>> = vec![b"ZADD".to_vec(), key.to_vec()];
@@ -315,7 +315,7 @@ fn rewrite(server: &Server, aof: &Aof) -> std::io::Result<()> {
 mod tests {
     use super::*;
     use crate::aof::reader::CommandReader;
-    use vireo_store::value::StrValue;
+    use vireo_store::value::{StrValue, Value};
 
     #[test]
     fn entries_become_commands_in_batches_with_absolute_expiry() {

@@ -14,7 +14,7 @@ use std::sync::atomic::Ordering;
 
 use vireo_resp::number::parse_i64;
 use vireo_resp::{Args, ReplyBuf};
-use vireo_store::{Keys, StrValue, Value};
+use vireo_store::{Keys, StrValue, Value, ValueRef};
 
 use super::{errors, flags::*, is, spec, CommandSpec, Ctx, KeySpec, KEY1};
 
@@ -219,9 +219,9 @@ fn read_string<'k>(
     key: &[u8],
     scratch: &'k mut itoa::Buffer,
 ) -> Result<Option<&'k [u8]>, WrongType> {
-    match keys.get_read(db, key).map(|e| &e.value) {
+    match keys.get_read(db, key).map(|e| e.value()) {
         None => Ok(None),
-        Some(Value::Str(s)) => Ok(Some(s.as_bytes(scratch))),
+        Some(ValueRef::Str(s)) => Ok(Some(s.as_bytes(scratch))),
         Some(_) => Err(WrongType),
     }
 }
@@ -270,13 +270,13 @@ fn with_string_for_bits<R>(
         .ok()
         .and_then(|b| b.checked_add(1))
         .ok_or(WriteRefused::TooLong)?;
-    match keys.get_mut(db, key).map(|e| &mut e.value) {
-        Some(Value::Str(s)) => {
+    match keys.get_mut(db, key).map(|e| e.str_mut()) {
+        Some(Some(s)) => {
             let buf = s.bytes_mut();
             let grown = grow_zeroed(buf, len)?;
             Ok(f(buf, grown))
         }
-        Some(_) => Err(WriteRefused::WrongType),
+        Some(None) => Err(WriteRefused::WrongType),
         None => {
             let mut data = Vec::new();
             grow_zeroed(&mut data, len)?;

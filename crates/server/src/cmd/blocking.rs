@@ -15,7 +15,7 @@ use std::sync::Arc;
 use vireo_resp::number::{parse_f64, parse_f64_lenient, parse_i64};
 use vireo_resp::{Args, ReplyBuf};
 use vireo_store::clock::now_ms;
-use vireo_store::value::Value;
+use vireo_store::value::ValueRef;
 use vireo_store::{Key, Keys};
 
 use super::list::{move_element, numkeys_range, pop_elements, End};
@@ -127,10 +127,10 @@ impl Op {
 
     /// True if a key holding `v` can serve this wait; a wait stays blocked
     /// while its key holds another type, as in Redis.
-    fn accepts(&self, v: &Value) -> bool {
+    fn accepts(&self, v: ValueRef) -> bool {
         match self {
-            Op::Pop(Pop::ZSet { .. }) => matches!(v, Value::ZSet(_)),
-            Op::Pop(Pop::List { .. }) | Op::Move { .. } => matches!(v, Value::List(_)),
+            Op::Pop(Pop::ZSet { .. }) => matches!(v, ValueRef::ZSet(_)),
+            Op::Pop(Pop::List { .. }) | Op::Move { .. } => matches!(v, ValueRef::List(_)),
         }
     }
 }
@@ -452,7 +452,9 @@ fn pop_or_block(ctx: &mut Ctx<'_>, args: Args<'_>, keys: Range<usize>, pop: Pop,
 fn move_or_block(ctx: &mut Ctx<'_>, args: Args<'_>, from: End, to: End, deadline: u64) {
     let (src, dst) = (args.get(1), args.get(2));
     match ctx.keys.get_mut(ctx.db, src) {
-        Some(e) if !matches!(e.value, Value::List(_)) => return ctx.out.error(errors::WRONGTYPE),
+        Some(e) if !matches!(e.value(), ValueRef::List(_)) => {
+            return ctx.out.error(errors::WRONGTYPE)
+        }
         Some(_) => {}
         None if ctx.deny_blocking => return ctx.out.null(),
         None => {
@@ -573,7 +575,7 @@ pub(crate) fn serve_waiter(
     let db = w.db;
     if !keys
         .get_mut(db, key)
-        .is_some_and(|e| w.op.accepts(&e.value))
+        .is_some_and(|e| w.op.accepts(e.value()))
     {
         return Served::Skipped;
     }
@@ -598,7 +600,7 @@ pub(crate) fn serve_waiter(
             }
             let dst_is_list = keys
                 .get_mut(db, dst)
-                .is_none_or(|e| matches!(e.value, Value::List(_)));
+                .is_none_or(|e| matches!(e.value(), ValueRef::List(_)));
             if !server.blocking.claim(&server.keyspace, w) {
                 return Served::Skipped;
             }

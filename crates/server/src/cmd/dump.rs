@@ -28,7 +28,7 @@ fn dump(ctx: &mut Ctx<'_>, args: Args<'_>) {
     };
     match ctx.keys.get_read(ctx.db, args.get(1)) {
         Some(e) => {
-            let payload = dump_payload(&e.value, &opts);
+            let payload = dump_payload(e.value(), &opts);
             ctx.out.bulk(&payload);
         }
         None => ctx.out.null(),

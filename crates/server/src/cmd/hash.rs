@@ -11,7 +11,7 @@
 use vireo_resp::number::{format_long_double, parse_i64};
 use vireo_resp::{Args, Protocol, ReplyBuf};
 use vireo_store::hash::{Hash, HashLimits};
-use vireo_store::{Keys, Value};
+use vireo_store::{Keys, Value, ValueRef};
 
 use super::keys::{parse_cursor, parse_scan_args};
 use super::string::parse_float;
@@ -59,8 +59,8 @@ fn read_hash<'k>(
 ) -> Result<Option<&'k Hash>, WrongType> {
     match keys.get_read(db, key) {
         None => Ok(None),
-        Some(e) => match &e.value {
-            Value::Hash(h) => Ok(Some(h)),
+        Some(e) => match e.value() {
+            ValueRef::Hash(h) => Ok(Some(h)),
             _ => Err(WrongType),
         },
     }
@@ -80,8 +80,8 @@ fn with_hash<R>(
     f: impl FnOnce(&mut Hash, &mut ReplyBuf) -> R,
 ) -> Result<R, WrongType> {
     match ctx.keys.get_mut(ctx.db, key) {
-        Some(e) => match &mut e.value {
-            Value::Hash(h) => Ok(f(h, ctx.out)),
+        Some(e) => match e.object_mut() {
+            Some(Value::Hash(h)) => Ok(f(h, ctx.out)),
             _ => Err(WrongType),
         },
         None => {
@@ -212,8 +212,8 @@ fn hdel(ctx: &mut Ctx<'_>, args: Args<'_>) {
     let key = args.get(1);
     let (removed, emptied) = match ctx.keys.get_mut(ctx.db, key) {
         None => return ctx.out.int(0),
-        Some(e) => match &mut e.value {
-            Value::Hash(h) => {
+        Some(e) => match e.object_mut() {
+            Some(Value::Hash(h)) => {
                 let mut removed = 0;
                 for f in args.iter().skip(2) {
                     removed += i64::from(h.remove(f));

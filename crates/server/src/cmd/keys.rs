@@ -7,7 +7,7 @@ use vireo_resp::number::parse_i64;
 use vireo_resp::{Args, ReplyBuf};
 use vireo_store::glob::glob_match;
 use vireo_store::keyspace::Flushed;
-use vireo_store::{Entry, Key, StrValue, Value};
+use vireo_store::{Entry, Key, StrRef, ValueRef};
 
 use super::server::reply_help;
 use super::{
@@ -112,7 +112,7 @@ fn delete_keys(ctx: &mut Ctx<'_>, args: Args<'_>, lazy: bool) {
     for key in args.iter().skip(1) {
         if let Some(entry) = ctx.keys.remove(ctx.db, key) {
             if lazy {
-                ctx.server.lazyfree.free_value(entry.value, |_| 0);
+                ctx.server.lazyfree.free_value(entry.into_value(), |_| 0);
             }
             ctx.modified(key);
             deleted += 1;
@@ -137,7 +137,7 @@ fn exists(ctx: &mut Ctx<'_>, args: Args<'_>) {
 /// key does not exist. Does not update the key's access time.
 fn type_cmd(ctx: &mut Ctx<'_>, args: Args<'_>) {
     let name = match ctx.keys.get_read_no_touch(ctx.db, args.get(1)) {
-        Some(e) => e.value.type_name(),
+        Some(e) => e.value().type_name(),
         None => "none",
     };
     ctx.out.simple(name);
@@ -265,7 +265,7 @@ fn scan(ctx: &mut Ctx<'_>, args: Args<'_>) {
         .scan(ctx.db, opts.cursor, opts.count, |key, entry| {
             let type_ok = opts
                 .type_name
-                .is_none_or(|t| t.eq_ignore_ascii_case(entry.value.type_name().as_bytes()));
+                .is_none_or(|t| t.eq_ignore_ascii_case(entry.value().type_name().as_bytes()));
             if type_ok && opts.matches(key) {
                 found.push(key.into());
             }
@@ -378,7 +378,7 @@ fn copy(ctx: &mut Ctx<'_>, args: Args<'_>) {
     }
     // The copy is a new object: fresh access time and counter.
     let copied = match ctx.keys.get_read(ctx.db, src) {
-        Some(e) => Entry::new(e.value.clone()).with_expire(e.expire_at()),
+        Some(e) => Entry::with_key_value(dst, e.value().to_value(), e.expire_at()),
         None => return ctx.out.int(0),
     };
     if ctx.keys.get_mut(dst_db, dst).is_some() {
@@ -509,7 +509,7 @@ fn lfu_policy(ctx: &Ctx<'_>) -> bool {
 /// `embstr`, `raw`, …), null if the key is missing.
 fn object_encoding(ctx: &mut Ctx<'_>, args: Args<'_>) {
     if let Some(e) = object_entry(ctx, args) {
-        let name = e.value.encoding_name();
+        let name = e.value().encoding_name();
         ctx.out.bulk(name.as_bytes());
     }
 }
@@ -561,9 +561,9 @@ const SHARED_REFCOUNT: i64 = i32::MAX as i64;
 /// LRU/LFU) report Redis's shared count, 2147483647, as clients and tests
 /// expect.
 fn object_refcount(ctx: &mut Ctx<'_>, args: Args<'_>) {
-    let Some(small_int) = object_entry(ctx, args)
-        .map(|e| matches!(e.value, Value::Str(StrValue::Int(n)) if SHARED_INTEGERS.contains(&n)))
-    else {
+    let Some(small_int) = object_entry(ctx, args).map(
+        |e| matches!(e.value(), ValueRef::Str(StrRef::Int(n)) if SHARED_INTEGERS.contains(&n)),
+    ) else {
         return;
     };
     let config = &ctx.server.config;

@@ -89,8 +89,8 @@ fn lookup<'k>(
     };
     match entry {
         None => Ok(None),
-        Some(e) => match &mut e.value {
-            Value::List(l) => Ok(Some(l)),
+        Some(e) => match e.object_mut() {
+            Some(Value::List(l)) => Ok(Some(l)),
             _ => Err(()),
         },
     }

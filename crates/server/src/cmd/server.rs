@@ -435,10 +435,8 @@ fn memory_usage(ctx: &mut Ctx<'_>, args: Args<'_>) {
     // Like Redis's direct dictionary lookup: no access time update.
     ctx.keys.set_no_touch(true);
     let size = ctx.keys.get_mut(ctx.db, key).map(|e| {
-        std::mem::size_of::<vireo_store::Entry>()
-            + std::mem::size_of::<vireo_store::Key>()
-            + key.len()
-            + e.value.heap_bytes()
+        // The table slot (hash, chain link, entry pointer), then the block.
+        16 + e.heap_bytes()
     });
     ctx.keys.set_no_touch(ctx.session.no_touch);
     match size {

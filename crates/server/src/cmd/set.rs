@@ -14,7 +14,7 @@ use std::sync::atomic::Ordering;
 use vireo_resp::number::parse_i64;
 use vireo_resp::{Args, ReplyBuf};
 use vireo_store::set::{Member, Set};
-use vireo_store::{Keys, Value};
+use vireo_store::{Keys, Value, ValueRef};
 
 use super::keys::{parse_cursor, parse_scan_args};
 use super::{errors, flags::*, is, spec, CommandSpec, Ctx, KeySpec, ALL_ARGS_KEYS, KEY1};
@@ -105,8 +105,8 @@ fn lookup<'k>(
     };
     match entry {
         None => Ok(None),
-        Some(e) => match &mut e.value {
-            Value::Set(s) => Ok(Some(s)),
+        Some(e) => match e.object_mut() {
+            Some(Value::Set(s)) => Ok(Some(s)),
             _ => Err(WrongType),
         },
     }
@@ -115,8 +115,8 @@ fn lookup<'k>(
 /// The set under `key` borrowed without side effects; the key must have
 /// been looked up already (see [`load_sets`]).
 fn peek_set<'k>(keys: &'k Keys<'_>, db: usize, key: &[u8]) -> Option<&'k Set> {
-    match &keys.peek(db, key)?.value {
-        Value::Set(s) => Some(s),
+    match keys.peek(db, key)?.value() {
+        ValueRef::Set(s) => Some(s),
         _ => None,
     }
 }
@@ -327,7 +327,7 @@ fn spop_count(ctx: &mut Ctx<'_>, key: &[u8], count: &[u8]) {
     };
     // Everything goes: Redis replies the set rebuilt as a union (so a
     // hashtable of few integers comes out sorted) and deletes the key.
-    if let Some(Value::Set(set)) = ctx.keys.remove(ctx.db, key).map(|e| e.value) {
+    if let Some(Value::Set(set)) = ctx.keys.remove(ctx.db, key).map(|e| e.into_value()) {
         reply_members(ctx.out, &Set::union([&set], max));
     }
     ctx.propagate_del(key, false);

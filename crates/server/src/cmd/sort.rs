@@ -18,7 +18,7 @@ use std::sync::atomic::Ordering as AtomicOrdering;
 use vireo_resp::number::parse_f64;
 use vireo_resp::Args;
 use vireo_store::list::{End, List};
-use vireo_store::{Keys, Value};
+use vireo_store::{Keys, Value, ValueRef};
 
 use super::{errors, flags::*, is, spec, CommandSpec, Ctx, KeySpec};
 
@@ -135,9 +135,9 @@ impl<'a> Pattern<'a> {
         scratch.extend_from_slice(elem);
         scratch.extend_from_slice(suffix);
         let mut digits = itoa::Buffer::new();
-        match (keys.get_read(db, scratch).map(|e| &e.value), field) {
-            (Some(Value::Str(s)), None) => f(Some(s.as_bytes(&mut digits))),
-            (Some(Value::Hash(h)), Some(field)) => f(h.get(field)),
+        match (keys.get_read(db, scratch).map(|e| e.value()), field) {
+            (Some(ValueRef::Str(s)), None) => f(Some(s.as_bytes(&mut digits))),
+            (Some(ValueRef::Hash(h)), Some(field)) => f(h.get(field)),
             _ => f(None),
         }
     }
@@ -250,13 +250,13 @@ fn clamp_limit(len: usize, (offset, count): (i64, i64)) -> (usize, usize) {
 /// Loads the elements to sort. With `range` (a "don't sort" over a list or
 /// sorted set) only those positions are loaded, in collection order or
 /// reversed for DESC; otherwise everything, in collection order.
-fn load(value: Option<&Value>, range: Option<(usize, usize, bool)>, out: &mut Elems) {
+fn load(value: Option<ValueRef>, range: Option<(usize, usize, bool)>, out: &mut Elems) {
     if matches!(range, Some((_, 0, _))) {
         return;
     }
     let mut digits = itoa::Buffer::new();
     match value {
-        Some(Value::List(l)) => match range {
+        Some(ValueRef::List(l)) => match range {
             Some((start, n, desc)) => {
                 let from = if desc { l.len() - 1 - start } else { start };
                 for e in l.iter_from(from, desc).take(n) {
@@ -265,7 +265,7 @@ fn load(value: Option<&Value>, range: Option<(usize, usize, bool)>, out: &mut El
             }
             None => l.iter().for_each(|e| out.push(elem_bytes(e, &mut digits))),
         },
-        Some(Value::ZSet(z)) => match range {
+        Some(ValueRef::ZSet(z)) => match range {
             Some((start, n, desc)) => {
                 let (lo, hi) = if desc {
                     (z.len() - start - n, z.len() - start)
@@ -276,7 +276,7 @@ fn load(value: Option<&Value>, range: Option<(usize, usize, bool)>, out: &mut El
             }
             None => z.iter().for_each(|(m, _)| out.push(m)),
         },
-        Some(Value::Set(s)) => s.iter().for_each(|m| out.push(m.as_bytes(&mut digits))),
+        Some(ValueRef::Set(s)) => s.iter().for_each(|m| out.push(m.as_bytes(&mut digits))),
         _ => {}
     }
 }
@@ -316,12 +316,12 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: Args<'_>, readonly: bool) {
         return;
     };
     let db = ctx.db;
-    let value = ctx.keys.get_read(db, args.get(1)).map(|e| &e.value);
+    let value = ctx.keys.get_read(db, args.get(1)).map(|e| e.value());
     let (len, is_set, ordered) = match value {
         None => (0, false, true),
-        Some(Value::List(l)) => (l.len(), false, true),
-        Some(Value::ZSet(z)) => (z.len(), false, true),
-        Some(Value::Set(s)) => (s.len(), true, false),
+        Some(ValueRef::List(l)) => (l.len(), false, true),
+        Some(ValueRef::ZSet(z)) => (z.len(), false, true),
+        Some(ValueRef::Set(s)) => (s.len(), true, false),
         Some(_) => return ctx.out.error(errors::WRONGTYPE),
     };
     // A set has no order of its own: stored results are sorted instead.

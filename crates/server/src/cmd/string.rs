@@ -17,7 +17,7 @@ use std::sync::atomic::Ordering;
 
 use vireo_resp::number::{format_long_double, parse_f64, parse_i64};
 use vireo_resp::{Args, ReplyBuf};
-use vireo_store::{Keys, StrValue, Value};
+use vireo_store::{Entry, Keys, StrRef, StrValue, Value, ValueRef};
 
 use super::{errors, flags::*, is, spec, CommandSpec, Ctx, KeySpec, KEY1};
 
@@ -74,48 +74,59 @@ const MAX_FLOAT_CHARS: usize = 5 * 1024;
 /// The key exists but does not hold a string: the caller replies WRONGTYPE.
 struct WrongType;
 
-/// Whether a lookup counts as a read (keyspace hit/miss statistics, like
-/// Redis's `lookupKeyRead`) or as a write (`lookupKeyWrite`).
-#[derive(Clone, Copy)]
-enum Access {
-    Read,
-    Write,
-}
-
-/// The string stored under `key`: `Ok(None)` when the key is missing,
+/// The string stored under `key` for reading (counting a keyspace hit or
+/// miss, like Redis's `lookupKeyRead`): `Ok(None)` when the key is missing,
 /// `Err(WrongType)` when it holds another type.
-fn lookup<'k>(
+fn read<'k>(
     keys: &'k mut Keys<'_>,
     db: usize,
     key: &[u8],
-    access: Access,
-) -> Result<Option<&'k mut StrValue>, WrongType> {
-    let entry = match access {
-        Access::Read => keys.get_read(db, key),
-        Access::Write => keys.get_mut(db, key),
-    };
-    match entry {
+) -> Result<Option<StrRef<'k>>, WrongType> {
+    match keys.get_read(db, key).map(|e| e.value()) {
         None => Ok(None),
-        Some(e) => match &mut e.value {
-            Value::Str(s) => Ok(Some(s)),
-            #[allow(unreachable_patterns)]
-            _ => Err(WrongType),
-        },
+        Some(ValueRef::Str(s)) => Ok(Some(s)),
+        Some(_) => Err(WrongType),
+    }
+}
+
+/// The entry holding a string under `key`, for commands that replace the
+/// string whole (INCR and friends; `lookupKeyWrite`).
+fn write_entry<'k>(
+    keys: &'k mut Keys<'_>,
+    db: usize,
+    key: &[u8],
+) -> Result<Option<&'k mut Entry>, WrongType> {
+    match keys.get_mut(db, key) {
+        None => Ok(None),
+        Some(e) if matches!(e.value(), ValueRef::Str(_)) => Ok(Some(e)),
+        Some(_) => Err(WrongType),
+    }
+}
+
+/// The string under `key` for changing in place (APPEND, SETRANGE).
+fn write_in_place<'k>(
+    keys: &'k mut Keys<'_>,
+    db: usize,
+    key: &[u8],
+) -> Result<Option<&'k mut StrValue>, WrongType> {
+    match keys.get_mut(db, key) {
+        None => Ok(None),
+        Some(e) => e.str_mut().map(Some).ok_or(WrongType),
     }
 }
 
 /// Replies a string value as a bulk string.
-fn reply_str(out: &mut ReplyBuf, s: &StrValue) {
+fn reply_str(out: &mut ReplyBuf, s: StrRef<'_>) {
     match s {
-        StrValue::Int(n) => out.bulk_int(*n),
-        StrValue::Bytes { data, .. } => out.bulk(data),
+        StrRef::Int(n) => out.bulk_int(n),
+        StrRef::Bytes { data, .. } => out.bulk(data),
     }
 }
 
 /// Redis's `getGenericCommand`: replies the string at `key` (null when
 /// missing). Err when the key holds another type (WRONGTYPE was replied).
 fn reply_value(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<(), WrongType> {
-    match lookup(&mut ctx.keys, ctx.db, key, Access::Read) {
+    match read(&mut ctx.keys, ctx.db, key) {
         Ok(Some(s)) => reply_str(ctx.out, s),
         Ok(None) => ctx.out.null(),
         Err(WrongType) => {
@@ -317,16 +328,16 @@ fn set_generic(
     let found = ctx.keys.contains(ctx.db, key);
     let applies = !((opts.nx && found) || (opts.xx && !found));
     if applies {
-        let value_arg = value;
-        let value = Value::Str(StrValue::from_bytes(value));
         if opts.keepttl {
+            let value = Value::Str(StrValue::from_bytes(value));
             ctx.keys.set_keep_ttl(ctx.db, key, value);
         } else {
-            ctx.keys.set(ctx.db, key, value);
+            // EX/PX/... and KEEPTTL exclude each other: the TTL goes in
+            // with the value.
+            ctx.keys.set_str(ctx.db, key, value, expire_at);
         }
         if let Some(at) = expire_at {
-            ctx.keys.set_expire(ctx.db, key, at);
-            ctx.propagate_set_pxat(key, value_arg, at);
+            ctx.propagate_set_pxat(key, value, at);
         }
         ctx.modified(key);
     }
@@ -437,7 +448,7 @@ fn getex(ctx: &mut Ctx<'_>, args: Args<'_>) {
     };
     let key = args.get(1);
     let now = ctx.keys.now();
-    let expire_at = match lookup(&mut ctx.keys, ctx.db, key, Access::Read) {
+    let expire_at = match read(&mut ctx.keys, ctx.db, key) {
         Ok(None) => return ctx.out.null(),
         Err(WrongType) => return ctx.out.error(errors::WRONGTYPE),
         Ok(Some(s)) => {
@@ -483,7 +494,7 @@ fn getex(ctx: &mut Ctx<'_>, args: Args<'_>) {
 fn mget(ctx: &mut Ctx<'_>, args: Args<'_>) {
     ctx.out.array(args.len() - 1);
     for key in args.iter().skip(1) {
-        match lookup(&mut ctx.keys, ctx.db, key, Access::Read) {
+        match read(&mut ctx.keys, ctx.db, key) {
             Ok(Some(s)) => reply_str(ctx.out, s),
             Ok(None) | Err(WrongType) => ctx.out.null(),
         }
@@ -539,11 +550,10 @@ fn msetnx(ctx: &mut Ctx<'_>, args: Args<'_>) {
 fn append(ctx: &mut Ctx<'_>, args: Args<'_>) {
     let (key, value) = (args.get(1), args.get(2));
     let limit = max_string_len(ctx);
-    let len = match lookup(&mut ctx.keys, ctx.db, key, Access::Write) {
+    let len = match write_in_place(&mut ctx.keys, ctx.db, key) {
         Err(WrongType) => return ctx.out.error(errors::WRONGTYPE),
         Ok(None) => {
-            ctx.keys
-                .set(ctx.db, key, Value::Str(StrValue::from_bytes(value)));
+            ctx.keys.set_str(ctx.db, key, value, None);
             value.len()
         }
         Ok(Some(s)) => {
@@ -561,7 +571,7 @@ fn append(ctx: &mut Ctx<'_>, args: Args<'_>) {
 
 /// STRLEN key: the string's length in bytes, 0 for a missing key.
 fn strlen(ctx: &mut Ctx<'_>, args: Args<'_>) {
-    match lookup(&mut ctx.keys, ctx.db, args.get(1), Access::Read) {
+    match read(&mut ctx.keys, ctx.db, args.get(1)) {
         Ok(Some(s)) => ctx.out.int(s.len() as i64),
         Ok(None) => ctx.out.int(0),
         Err(WrongType) => ctx.out.error(errors::WRONGTYPE),
@@ -597,7 +607,7 @@ fn getrange(ctx: &mut Ctx<'_>, args: Args<'_>) {
     let Some(end) = ctx.int_arg(args.get(3)) else {
         return;
     };
-    match lookup(&mut ctx.keys, ctx.db, args.get(1), Access::Read) {
+    match read(&mut ctx.keys, ctx.db, args.get(1)) {
         Err(WrongType) => ctx.out.error(errors::WRONGTYPE),
         Ok(None) => ctx.out.bulk(b""),
         Ok(Some(s)) => {
@@ -632,7 +642,7 @@ fn setrange(ctx: &mut Ctx<'_>, args: Args<'_>) {
     let Ok(offset) = u64::try_from(offset) else {
         return ctx.out.error("ERR offset is out of range");
     };
-    let found = match lookup(&mut ctx.keys, ctx.db, key, Access::Write) {
+    let found = match write_in_place(&mut ctx.keys, ctx.db, key) {
         Err(WrongType) => return ctx.out.error(errors::WRONGTYPE),
         Ok(found) => found,
     };
@@ -671,16 +681,16 @@ fn setrange(ctx: &mut Ctx<'_>, args: Args<'_>) {
 /// Redis's `incrDecrCommand`: adds `delta` to the integer stored at `key`
 /// (0 if missing), keeping its TTL; replies the new value.
 fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], delta: i64) {
-    let new = match lookup(&mut ctx.keys, ctx.db, key, Access::Write) {
+    let new = match write_entry(&mut ctx.keys, ctx.db, key) {
         Err(WrongType) => return ctx.out.error(errors::WRONGTYPE),
-        Ok(Some(s)) => {
-            let Some(old) = s.as_i64() else {
+        Ok(Some(e)) => {
+            let Some(old) = e.as_str().and_then(StrRef::as_i64) else {
                 return ctx.out.error(errors::NOT_INT);
             };
             let Some(new) = old.checked_add(delta) else {
                 return ctx.out.error(errors::OVERFLOW);
             };
-            *s = StrValue::Int(new);
+            e.set_value(Value::Str(StrValue::Int(new)));
             new
         }
         Ok(None) => {
@@ -731,10 +741,10 @@ pub(crate) fn parse_float(b: &[u8]) -> Option<f64> {
 }
 
 /// The stored string read as a float, as INCRBYFLOAT does.
-fn str_as_float(s: &StrValue) -> Option<f64> {
+fn str_as_float(s: StrRef<'_>) -> Option<f64> {
     match s {
-        StrValue::Int(n) => Some(*n as f64),
-        StrValue::Bytes { data, .. } => parse_float(data),
+        StrRef::Int(n) => Some(n as f64),
+        StrRef::Bytes { data, .. } => parse_float(data),
     }
 }
 
@@ -743,10 +753,10 @@ fn str_as_float(s: &StrValue) -> Option<f64> {
 /// (positional notation, no trailing zeros).
 fn incrbyfloat(ctx: &mut Ctx<'_>, args: Args<'_>) {
     let key = args.get(1);
-    let old = match lookup(&mut ctx.keys, ctx.db, key, Access::Write) {
+    let old = match write_entry(&mut ctx.keys, ctx.db, key) {
         Err(WrongType) => return ctx.out.error(errors::WRONGTYPE),
         Ok(None) => Some(0.0),
-        Ok(Some(s)) => str_as_float(s),
+        Ok(Some(e)) => e.as_str().and_then(str_as_float),
     };
     let (Some(old), Some(incr)) = (old, parse_float(args.get(2))) else {
         return ctx.out.error(errors::NOT_FLOAT);
@@ -916,7 +926,7 @@ impl<'s> LcsTable<'s> {
 /// The copy of a string key LCS works on: empty when missing, Err for other
 /// types.
 fn lcs_operand(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<Vec<u8>, WrongType> {
-    Ok(lookup(&mut ctx.keys, ctx.db, key, Access::Read)?.map_or_else(Vec::new, |s| s.to_vec()))
+    Ok(read(&mut ctx.keys, ctx.db, key)?.map_or_else(Vec::new, |s| s.to_vec()))
 }
 
 /// LCS's error for a key of another type.
@@ -1212,8 +1222,11 @@ mod tests {
         assert_eq!(parse_float(b"nan"), None);
         let long = format!("1{}", "0".repeat(MAX_FLOAT_CHARS));
         assert_eq!(parse_float(long.as_bytes()), None);
-        assert_eq!(str_as_float(&StrValue::Int(-3)), Some(-3.0));
-        assert_eq!(str_as_float(&StrValue::from_bytes(b"2.5e1")), Some(25.0));
+        assert_eq!(str_as_float(StrRef::Int(-3)), Some(-3.0));
+        assert_eq!(
+            str_as_float(StrValue::from_bytes(b"2.5e1").as_ref()),
+            Some(25.0)
+        );
     }
 
     const NO_LIMIT: u64 = u64::MAX;

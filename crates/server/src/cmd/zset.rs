@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use vireo_resp::number::{format_double, parse_f64, parse_f64_lenient};
 use vireo_resp::{Args, Protocol, ReplyBuf};
 use vireo_store::zset::{cmp_entries, Limits, ZSet};
-use vireo_store::{Keys, Value};
+use vireo_store::{Keys, Value, ValueRef};
 
 use super::keys::{parse_cursor, parse_scan_args};
 use super::{errors, flags::*, is, spec, CommandSpec, Ctx, KeySpec, KEY1};
@@ -36,7 +36,7 @@ pub(crate) fn pop_members(
     let Some(entry) = keys.get_mut(db, key) else {
         return Ok(None);
     };
-    let Value::ZSet(z) = &mut entry.value else {
+    let Some(Value::ZSet(z)) = entry.object_mut() else {
         return Err(());
     };
     let popped = z.pop(max, count);
@@ -173,8 +173,8 @@ enum Missing {
 fn read<'k>(keys: &'k mut Keys<'_>, db: usize, key: &[u8]) -> Result<Option<&'k ZSet>, WrongType> {
     match keys.get_read(db, key) {
         None => Ok(None),
-        Some(e) => match &e.value {
-            Value::ZSet(z) => Ok(Some(z)),
+        Some(e) => match e.value() {
+            ValueRef::ZSet(z) => Ok(Some(z)),
             _ => Err(WrongType),
         },
     }
@@ -188,8 +188,8 @@ fn write<'k>(
 ) -> Result<Option<&'k mut ZSet>, WrongType> {
     match keys.get_mut(db, key) {
         None => Ok(None),
-        Some(e) => match &mut e.value {
-            Value::ZSet(z) => Ok(Some(z)),
+        Some(e) => match e.object_mut() {
+            Some(Value::ZSet(z)) => Ok(Some(z)),
             _ => Err(WrongType),
         },
     }
@@ -1183,15 +1183,15 @@ fn aggregate(target: &mut f64, v: f64, agg: Aggregate) {
 
 /// The value at `key` as a set-operation input (no statistics: the keys
 /// were already looked up once).
-fn source<'k>(keys: &'k mut Keys<'_>, db: usize, key: &[u8]) -> Option<&'k Value> {
-    keys.get_mut(db, key).map(|e| &e.value)
+fn source<'k>(keys: &'k mut Keys<'_>, db: usize, key: &[u8]) -> Option<ValueRef<'k>> {
+    keys.get_mut(db, key).map(|e| e.value())
 }
 
 /// Calls `f` for every (member, score) of a zset or set (score 1).
-fn for_each_scored(v: &Value, mut f: impl FnMut(&[u8], f64)) {
+fn for_each_scored(v: ValueRef, mut f: impl FnMut(&[u8], f64)) {
     match v {
-        Value::ZSet(z) => z.iter().for_each(|(m, s)| f(m, s)),
-        Value::Set(s) => {
+        ValueRef::ZSet(z) => z.iter().for_each(|(m, s)| f(m, s)),
+        ValueRef::Set(s) => {
             let mut buf = itoa::Buffer::new();
             for m in s.iter() {
                 f(m.as_bytes(&mut buf), 1.0);
@@ -1202,10 +1202,10 @@ fn for_each_scored(v: &Value, mut f: impl FnMut(&[u8], f64)) {
 }
 
 /// The score of `member` in a zset or set (1 when present in a set).
-fn score_in(v: &Value, member: &[u8]) -> Option<f64> {
+fn score_in(v: ValueRef, member: &[u8]) -> Option<f64> {
     match v {
-        Value::ZSet(z) => z.score(member),
-        Value::Set(s) => s.contains(member).then_some(1.0),
+        ValueRef::ZSet(z) => z.score(member),
+        ValueRef::Set(s) => s.contains(member).then_some(1.0),
         _ => None,
     }
 }
@@ -1346,10 +1346,10 @@ fn setop_generic(ctx: &mut Ctx<'_>, args: Args<'_>, op: SetOp, dst: Option<&[u8]
     let keys: Vec<&[u8]> = (0..n).map(|i| args.get(numkeys_idx + 1 + i)).collect();
     let mut lens = Vec::with_capacity(n);
     for key in &keys {
-        lens.push(match ctx.keys.get_read(ctx.db, key).map(|e| &e.value) {
+        lens.push(match ctx.keys.get_read(ctx.db, key).map(|e| e.value()) {
             None => 0,
-            Some(Value::ZSet(z)) => z.len(),
-            Some(Value::Set(s)) => s.len(),
+            Some(ValueRef::ZSet(z)) => z.len(),
+            Some(ValueRef::Set(s)) => s.len(),
             Some(_) => return ctx.out.error(errors::WRONGTYPE),
         });
     }

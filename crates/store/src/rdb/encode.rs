@@ -9,7 +9,7 @@ use super::{crc64, intset, listpack, lzf, opcode, rtype, RDB_VERSION};
 use crate::keyspace::{Entry, LfuTuning};
 use crate::list::{Elem, List};
 use crate::set::Member;
-use crate::value::{StrValue, Value};
+use crate::value::{StrRef, ValueRef};
 
 /// How entries are written (from `rdbcompression` and `maxmemory-policy`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -74,10 +74,11 @@ pub fn write_entry(
         out.push(opcode::FREQ);
         out.push(entry.lfu_freq(now_ms, LfuTuning::default().decay_minutes));
     }
-    let ty = value_type(&entry.value);
+    let value = entry.value();
+    let ty = value_type(value);
     out.push(ty);
     write_string(out, key, opts.compress);
-    write_payload(out, ty, &entry.value, opts);
+    write_payload(out, ty, value, opts);
 }
 
 /// Writes the EOF opcode (the caller appends the checksum).
@@ -86,7 +87,7 @@ pub fn write_eof(out: &mut Vec<u8>) {
 }
 
 /// Writes a value as its type byte and payload (DUMP's body).
-pub fn encode_value(out: &mut Vec<u8>, value: &Value, opts: &EncodeOptions) {
+pub fn encode_value(out: &mut Vec<u8>, value: ValueRef, opts: &EncodeOptions) {
     let ty = value_type(value);
     out.push(ty);
     write_payload(out, ty, value, opts);
@@ -94,7 +95,7 @@ pub fn encode_value(out: &mut Vec<u8>, value: &Value, opts: &EncodeOptions) {
 
 /// The DUMP payload of `value`: type and payload, the RDB version as two
 /// little-endian bytes, and the CRC64 of all that in eight.
-pub fn dump_payload(value: &Value, opts: &EncodeOptions) -> Vec<u8> {
+pub fn dump_payload(value: ValueRef, opts: &EncodeOptions) -> Vec<u8> {
     let mut out = Vec::new();
     encode_value(&mut out, value, opts);
     out.extend_from_slice(&RDB_VERSION.to_le_bytes());
@@ -104,27 +105,27 @@ pub fn dump_payload(value: &Value, opts: &EncodeOptions) -> Vec<u8> {
 }
 
 /// The type byte Redis 7.0 writes for a value in its current encoding.
-fn value_type(value: &Value) -> u8 {
+fn value_type(value: ValueRef) -> u8 {
     match value {
-        Value::Str(_) => rtype::STRING,
-        Value::List(_) => rtype::LIST_QUICKLIST_2,
-        Value::Hash(h) if h.is_listpack() => rtype::HASH_LISTPACK,
-        Value::Hash(_) => rtype::HASH,
-        Value::Set(s) if s.encoding_name() == "intset" => rtype::SET_INTSET,
-        Value::Set(_) => rtype::SET,
-        Value::ZSet(z) if z.encoding_name() == "listpack" => rtype::ZSET_LISTPACK,
-        Value::ZSet(_) => rtype::ZSET_2,
+        ValueRef::Str(_) => rtype::STRING,
+        ValueRef::List(_) => rtype::LIST_QUICKLIST_2,
+        ValueRef::Hash(h) if h.is_listpack() => rtype::HASH_LISTPACK,
+        ValueRef::Hash(_) => rtype::HASH,
+        ValueRef::Set(s) if s.encoding_name() == "intset" => rtype::SET_INTSET,
+        ValueRef::Set(_) => rtype::SET,
+        ValueRef::ZSet(z) if z.encoding_name() == "listpack" => rtype::ZSET_LISTPACK,
+        ValueRef::ZSet(_) => rtype::ZSET_2,
     }
 }
 
 /// Writes the payload of `value` for type byte `ty` (from [`value_type`]).
-fn write_payload(out: &mut Vec<u8>, ty: u8, value: &Value, opts: &EncodeOptions) {
+fn write_payload(out: &mut Vec<u8>, ty: u8, value: ValueRef, opts: &EncodeOptions) {
     let compress = opts.compress;
     match value {
-        Value::Str(StrValue::Int(n)) => write_int_string(out, *n),
-        Value::Str(StrValue::Bytes { data, .. }) => write_string(out, data, compress),
-        Value::List(l) => write_list(out, l, compress),
-        Value::Hash(h) if ty == rtype::HASH_LISTPACK => {
+        ValueRef::Str(StrRef::Int(n)) => write_int_string(out, n),
+        ValueRef::Str(StrRef::Bytes { data, .. }) => write_string(out, data, compress),
+        ValueRef::List(l) => write_list(out, l, compress),
+        ValueRef::Hash(h) if ty == rtype::HASH_LISTPACK => {
             let mut lp = listpack::Builder::new();
             for (f, v) in h.iter() {
                 lp.push(f);
@@ -132,14 +133,14 @@ fn write_payload(out: &mut Vec<u8>, ty: u8, value: &Value, opts: &EncodeOptions)
             }
             write_string(out, &lp.finish(), compress);
         }
-        Value::Hash(h) => {
+        ValueRef::Hash(h) => {
             write_len(out, h.len() as u64);
             for (f, v) in h.iter() {
                 write_string(out, f, compress);
                 write_string(out, v, compress);
             }
         }
-        Value::Set(s) if ty == rtype::SET_INTSET => {
+        ValueRef::Set(s) if ty == rtype::SET_INTSET => {
             let ints: Vec<i64> = s
                 .iter()
                 .filter_map(|m| match m {
@@ -149,14 +150,14 @@ fn write_payload(out: &mut Vec<u8>, ty: u8, value: &Value, opts: &EncodeOptions)
                 .collect();
             write_string(out, &intset::encode(&ints), compress);
         }
-        Value::Set(s) => {
+        ValueRef::Set(s) => {
             write_len(out, s.len() as u64);
             let mut buf = itoa::Buffer::new();
             for m in s.iter() {
                 write_string(out, m.as_bytes(&mut buf), compress);
             }
         }
-        Value::ZSet(z) if ty == rtype::ZSET_LISTPACK => {
+        ValueRef::ZSet(z) if ty == rtype::ZSET_LISTPACK => {
             let mut lp = listpack::Builder::new();
             let mut score = Vec::with_capacity(24);
             for (m, s) in z.iter() {
@@ -167,7 +168,7 @@ fn write_payload(out: &mut Vec<u8>, ty: u8, value: &Value, opts: &EncodeOptions)
             }
             write_string(out, &lp.finish(), compress);
         }
-        Value::ZSet(z) => {
+        ValueRef::ZSet(z) => {
             write_len(out, z.len() as u64);
             for (m, s) in z.iter() {
                 write_string(out, m, compress);

@@ -181,13 +181,13 @@ fn every_type_and_encoding_round_trips() {
             for ((db, key, e), (name, v, enc)) in got.iter().zip(&samples) {
                 assert_eq!(*db, 0);
                 assert_eq!(key, name.as_bytes());
-                assert_eq!(&e.value, v, "{name} compress={compress}");
-                assert_eq!(e.value.encoding_name(), *enc, "{name}");
+                assert_eq!(e.value(), v.as_ref(), "{name} compress={compress}");
+                assert_eq!(e.value().encoding_name(), *enc, "{name}");
                 assert_eq!(e.expire_at(), expire, "{name}");
             }
             // DUMP payloads too.
             for (name, v, enc) in &samples {
-                let p = dump_payload(v, &opts);
+                let p = dump_payload(v.as_ref(), &opts);
                 let back = restore_payload(&p, &LoadOptions::default()).unwrap();
                 assert_eq!(&back, v, "{name}");
                 assert_eq!(back.encoding_name(), *enc, "{name}");
@@ -200,19 +200,19 @@ fn every_type_and_encoding_round_trips() {
 fn compression_shrinks_compressible_strings_only() {
     let text: Vec<u8> = b"abcabcabc".iter().cycle().take(3000).copied().collect();
     let on = dump_payload(
-        &s(&text),
+        s(&text).as_ref(),
         &EncodeOptions {
             compress: true,
             ..Default::default()
         },
     );
-    let off = dump_payload(&s(&text), &EncodeOptions::default());
+    let off = dump_payload(s(&text).as_ref(), &EncodeOptions::default());
     assert!(on.len() < 200, "{}", on.len());
     assert!(off.len() > 3000);
     assert_eq!(on[1], 0xC3);
     // Short strings are never compressed.
     let short = dump_payload(
-        &s(b"aaaaaaaaaaaaaaaaaaaa"),
+        s(b"aaaaaaaaaaaaaaaaaaaa").as_ref(),
         &EncodeOptions {
             compress: true,
             ..Default::default()
@@ -225,7 +225,7 @@ fn compression_shrinks_compressible_strings_only() {
 fn string_encodings_follow_redis() {
     let enc = |v: &[u8]| {
         let mut out = Vec::new();
-        encode_value(&mut out, &s(v), &EncodeOptions::default());
+        encode_value(&mut out, s(v).as_ref(), &EncodeOptions::default());
         out
     };
     assert_eq!(enc(b"5"), vec![0, 0xC0, 5]);
@@ -315,7 +315,7 @@ fn blob(b: &[u8]) -> Vec<u8> {
 fn only_value(bytes: &[u8]) -> Value {
     let mut got = entries_of(load_all(bytes).unwrap());
     assert_eq!(got.len(), 1);
-    got.remove(0).2.value
+    got.remove(0).2.into_value()
 }
 
 #[test]
@@ -415,7 +415,10 @@ fn legacy_encodings_load() {
     f.push(opcode::EOF);
     let got = entries_of(load_all(&f).unwrap());
     assert_eq!(got[0].2.expire_at(), Some(2_000_000_000_000));
-    assert_eq!(got[0].2.value, list([b"a".to_vec(), b"b".to_vec()]));
+    assert_eq!(
+        got[0].2.value(),
+        list([b"a".to_vec(), b"b".to_vec()]).as_ref()
+    );
 }
 
 #[test]
@@ -526,7 +529,7 @@ fn errors_name_what_where_and_which_key() {
 #[test]
 fn payload_version_and_checksum() {
     let opts = LoadOptions::default();
-    let mut p = dump_payload(&s(b"hello"), &EncodeOptions::default());
+    let mut p = dump_payload(s(b"hello").as_ref(), &EncodeOptions::default());
     assert_eq!(restore_payload(&p, &opts).unwrap(), s(b"hello"));
     let n = p.len();
     p[n - 1] ^= 0xFF;

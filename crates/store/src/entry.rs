@@ -1,0 +1,865 @@
+//! A keyspace entry: key, value and metadata in one heap block.
+//!
+//! Redis spends four allocations on a small string key (dict entry, object
+//! header, key and value strings) plus a second dict entry when the key has
+//! a TTL. A Vireo [`Entry`] is a single pointer-sized handle to one block:
+//!
+//! ```text
+//! access_s u32 | lfu_minutes u16 | lfu_count u8 | flags u8      8 bytes
+//! [expire_at u64]                                  only with a TTL
+//! [i64 | Value]                                    int or object kind
+//! key length (varint) | key bytes
+//! [value length (varint) | value bytes]            embedded kind
+//! ```
+//!
+//! Three kinds of value, chosen by what is stored:
+//!
+//! * **int**: a string that is the canonical form of an `i64` (Redis's `int`
+//!   encoding), eight bytes in the block;
+//! * **embedded**: any other string as written by SET and friends, its bytes
+//!   after the key, so a lookup that compared the key already has the value
+//!   in cache;
+//! * **object**: every other value (lists, hashes, sets, sorted sets, and
+//!   strings changed in place by APPEND, SETRANGE, SETBIT…) as a [`Value`]
+//!   stored in the block itself.
+//!
+//! Strings are read through [`Entry::value`], which borrows; asking for a
+//! mutable [`Value`] ([`Entry::value_mut`]) turns an int or embedded string
+//! into an object first, which is what Redis does to an `embstr` it modifies
+//! (it becomes `raw`). Whole-value replacements ([`Entry::set_value`]) pick
+//! the compact kind again.
+
+use std::alloc::{self, Layout};
+use std::fmt;
+use std::mem::{align_of, size_of, ManuallyDrop};
+use std::ptr::{self, NonNull};
+
+use crate::keyspace::{LfuTuning, LFU_INIT_VAL};
+use crate::value::{StrRef, StrValue, Value, ValueRef};
+
+/// Value kinds, in the low two bits of the flags byte.
+const KIND_INT: u8 = 0;
+const KIND_EMB: u8 = 1;
+const KIND_OBJ: u8 = 2;
+const KIND_MASK: u8 = 3;
+/// Flag: the block holds an expiry time.
+const HAS_TTL: u8 = 4;
+
+/// Bytes of metadata every block starts with.
+const HEADER: usize = 8;
+/// Alignment of every block: the header, the expiry and the value word are
+/// read as aligned words.
+const BLOCK_ALIGN: usize = 8;
+
+const _: () = assert!(align_of::<Value>() <= BLOCK_ALIGN);
+const _: () = assert!(size_of::<Value>().is_multiple_of(BLOCK_ALIGN));
+
+/// Bytes a LEB128 varint of `n` takes.
+#[inline]
+fn varint_len(n: usize) -> usize {
+    let bits = usize::BITS - (n | 1).leading_zeros();
+    bits.div_ceil(7) as usize
+}
+
+/// Writes `n` as a LEB128 varint at `p`; returns the bytes written.
+///
+/// # Safety
+/// `p` must be valid for `varint_len(n)` bytes of writes.
+#[inline]
+unsafe fn write_varint(p: *mut u8, mut n: usize) -> usize {
+    let mut i = 0;
+    loop {
+        let byte = (n & 0x7f) as u8;
+        n >>= 7;
+        // SAFETY: the caller sized the space with `varint_len`, which
+        // counts exactly the bytes this loop writes.
+        unsafe { p.add(i).write(if n == 0 { byte } else { byte | 0x80 }) };
+        i += 1;
+        if n == 0 {
+            return i;
+        }
+    }
+}
+
+/// Reads a LEB128 varint at `p`; returns (value, bytes read).
+///
+/// # Safety
+/// `p` must point at a varint written by [`write_varint`].
+#[inline]
+unsafe fn read_varint(p: *const u8) -> (usize, usize) {
+    // SAFETY: the caller guarantees a complete varint at `p`.
+    let first = unsafe { *p };
+    if first < 0x80 {
+        return (first as usize, 1);
+    }
+    let mut n = 0usize;
+    let mut i = 0;
+    loop {
+        // SAFETY: as above; the varint ends at the first byte below 0x80.
+        let byte = unsafe { *p.add(i) };
+        n |= ((byte & 0x7f) as usize) << (7 * i);
+        i += 1;
+        if byte < 0x80 {
+            return (n, i);
+        }
+    }
+}
+
+/// Access metadata: what LRU and LFU eviction, `OBJECT IDLETIME` and
+/// `OBJECT FREQ` use.
+///
+/// Unlike Redis, which keeps one or the other in a 24-bit field depending
+/// on `maxmemory-policy`, both are always tracked (7 bytes), so switching
+/// the policy at runtime needs no adjustment period.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Meta {
+    /// Last access in Unix seconds; 0 for an entry not stored yet, which the
+    /// keyspace stamps with the time it is stored.
+    access_s: u32,
+    /// When `lfu_count` was last updated, in Unix minutes modulo 2^16.
+    lfu_minutes: u16,
+    /// Logarithmic access counter, before decay.
+    lfu_count: u8,
+}
+
+impl Meta {
+    /// The metadata of an entry that was never stored.
+    const FRESH: Meta = Meta {
+        access_s: 0,
+        lfu_minutes: 0,
+        lfu_count: LFU_INIT_VAL,
+    };
+}
+
+/// What goes in the value part of a block being built.
+enum Payload<'a> {
+    Int(i64),
+    Emb(&'a [u8]),
+    Obj(Value),
+}
+
+impl Payload<'_> {
+    fn kind(&self) -> u8 {
+        match self {
+            Payload::Int(_) => KIND_INT,
+            Payload::Emb(_) => KIND_EMB,
+            Payload::Obj(_) => KIND_OBJ,
+        }
+    }
+
+    /// The compact payload for a whole value.
+    fn of(value: &Value) -> Option<Payload<'_>> {
+        match value {
+            Value::Str(StrValue::Int(n)) => Some(Payload::Int(*n)),
+            Value::Str(StrValue::Bytes { data, raw: false }) => Some(Payload::Emb(data)),
+            _ => None,
+        }
+    }
+}
+
+/// Where things are in a block; computed from the flags byte and lengths.
+#[derive(Clone, Copy)]
+struct Shape {
+    flags: u8,
+    key_len: usize,
+    emb_len: usize,
+}
+
+impl Shape {
+    fn kind(self) -> u8 {
+        self.flags & KIND_MASK
+    }
+
+    /// Offset of the int or object word (just after the header and expiry).
+    fn word_offset(self) -> usize {
+        HEADER + if self.flags & HAS_TTL != 0 { 8 } else { 0 }
+    }
+
+    /// Offset of the key's length varint.
+    fn key_offset(self) -> usize {
+        self.word_offset()
+            + match self.kind() {
+                KIND_INT => 8,
+                KIND_OBJ => size_of::<Value>(),
+                _ => 0,
+            }
+    }
+
+    /// Offset of the embedded value's length varint.
+    fn emb_offset(self) -> usize {
+        self.key_offset() + varint_len(self.key_len) + self.key_len
+    }
+
+    /// Total block size.
+    fn size(self) -> usize {
+        let emb = if self.kind() == KIND_EMB {
+            varint_len(self.emb_len) + self.emb_len
+        } else {
+            0
+        };
+        self.emb_offset() + emb
+    }
+
+    fn layout(self) -> Layout {
+        match Layout::from_size_align(self.size(), BLOCK_ALIGN) {
+            Ok(l) => l,
+            // Keys and values are bounded by the protocol's bulk length
+            // limit, far below isize::MAX.
+            Err(_) => panic!("entry of {} bytes", self.size()),
+        }
+    }
+}
+
+/// One key with its value, TTL and access metadata, in one allocation.
+///
+/// An entry made by [`Entry::new`] has an empty key until the keyspace
+/// stores it under one; entries handed out of the keyspace keep theirs.
+pub struct Entry {
+    block: NonNull<u8>,
+}
+
+// SAFETY: an Entry exclusively owns its block (like a Box), and the Value
+// it may hold is Send and Sync.
+unsafe impl Send for Entry {}
+// SAFETY: as above; shared access only reads.
+unsafe impl Sync for Entry {}
+
+impl Entry {
+    /// A persistent entry with an empty key, with fresh access metadata once
+    /// stored.
+    pub fn new(value: Value) -> Self {
+        Self::from_value(Meta::FRESH, 0, b"", value)
+    }
+
+    /// An entry for `key` holding `value`, expiring at `expire_at` (Unix
+    /// ms): what the keyspace stores.
+    pub fn with_key_value(key: &[u8], value: Value, expire_at: Option<u64>) -> Self {
+        Self::from_value(Meta::FRESH, expire_raw(expire_at), key, value)
+    }
+
+    /// An entry for `key` holding the string `bytes`, built straight from
+    /// the bytes (SET's path: no intermediate buffer).
+    pub fn with_key_str(key: &[u8], bytes: &[u8], expire_at: Option<u64>) -> Self {
+        let payload = match vireo_resp::number::parse_i64(bytes) {
+            Some(n) => Payload::Int(n),
+            None => Payload::Emb(bytes),
+        };
+        Self::build(Meta::FRESH, expire_raw(expire_at), key, payload)
+    }
+
+    fn from_value(meta: Meta, expire: u64, key: &[u8], value: Value) -> Self {
+        match Payload::of(&value) {
+            Some(p) => Self::build(meta, expire, key, p),
+            None => Self::build(meta, expire, key, Payload::Obj(value)),
+        }
+    }
+
+    /// Allocates and fills a block.
+    fn build(meta: Meta, expire: u64, key: &[u8], payload: Payload) -> Self {
+        let mut flags = payload.kind();
+        if expire != 0 {
+            flags |= HAS_TTL;
+        }
+        let shape = Shape {
+            flags,
+            key_len: key.len(),
+            emb_len: match payload {
+                Payload::Emb(b) => b.len(),
+                _ => 0,
+            },
+        };
+        let layout = shape.layout();
+        // SAFETY: the layout has a non-zero size (the header alone is 8).
+        let raw = unsafe { alloc::alloc(layout) };
+        let Some(block) = NonNull::new(raw) else {
+            alloc::handle_alloc_error(layout)
+        };
+        // SAFETY: every write below stays inside the `shape.size()` bytes
+        // just allocated, at the offsets `Shape` computes; the block is
+        // 8-aligned and the header, expiry and word offsets are multiples
+        // of 8, so the typed writes are aligned.
+        unsafe {
+            let p = block.as_ptr();
+            p.cast::<u32>().write(meta.access_s);
+            p.add(4).cast::<u16>().write(meta.lfu_minutes);
+            p.add(6).write(meta.lfu_count);
+            p.add(7).write(flags);
+            if expire != 0 {
+                p.add(HEADER).cast::<u64>().write(expire);
+            }
+            let word = p.add(shape.word_offset());
+            let at = shape.key_offset();
+            let n = write_varint(p.add(at), key.len());
+            ptr::copy_nonoverlapping(key.as_ptr(), p.add(at + n), key.len());
+            match payload {
+                Payload::Int(v) => word.cast::<i64>().write(v),
+                Payload::Obj(v) => word.cast::<Value>().write(v),
+                Payload::Emb(b) => {
+                    let at = shape.emb_offset();
+                    let n = write_varint(p.add(at), b.len());
+                    ptr::copy_nonoverlapping(b.as_ptr(), p.add(at + n), b.len());
+                }
+            }
+        }
+        Entry { block }
+    }
+
+    #[inline]
+    fn flags(&self) -> u8 {
+        // SAFETY: every block has its 8-byte header.
+        unsafe { *self.block.as_ptr().add(7) }
+    }
+
+    #[inline]
+    fn kind(&self) -> u8 {
+        self.flags() & KIND_MASK
+    }
+
+    /// The block's shape, read back from it.
+    fn shape(&self) -> Shape {
+        let flags = self.flags();
+        let mut shape = Shape {
+            flags,
+            key_len: 0,
+            emb_len: 0,
+        };
+        // SAFETY: `build` wrote a key length varint at the key offset and,
+        // for the embedded kind, a value length varint after the key.
+        unsafe {
+            shape.key_len = read_varint(self.block.as_ptr().add(shape.key_offset())).0;
+            if flags & KIND_MASK == KIND_EMB {
+                shape.emb_len = read_varint(self.block.as_ptr().add(shape.emb_offset())).0;
+            }
+        }
+        shape
+    }
+
+    fn meta(&self) -> Meta {
+        // SAFETY: the header is at the (8-aligned) start of every block.
+        unsafe {
+            let p = self.block.as_ptr();
+            Meta {
+                access_s: p.cast::<u32>().read(),
+                lfu_minutes: p.add(4).cast::<u16>().read(),
+                lfu_count: p.add(6).read(),
+            }
+        }
+    }
+
+    fn set_meta(&mut self, m: Meta) {
+        // SAFETY: as in `meta`; `&mut self` means no one else reads it.
+        unsafe {
+            let p = self.block.as_ptr();
+            p.cast::<u32>().write(m.access_s);
+            p.add(4).cast::<u16>().write(m.lfu_minutes);
+            p.add(6).write(m.lfu_count);
+        }
+    }
+
+    /// The key's bytes (empty for an entry not stored yet).
+    #[inline]
+    pub fn key(&self) -> &[u8] {
+        let flags = self.flags();
+        let at = Shape {
+            flags,
+            key_len: 0,
+            emb_len: 0,
+        }
+        .key_offset();
+        // SAFETY: `build` wrote the key's length varint at `at` and its
+        // bytes right after; they live as long as the block, which `&self`
+        // borrows.
+        unsafe {
+            let p = self.block.as_ptr().add(at);
+            let (len, n) = read_varint(p);
+            std::slice::from_raw_parts(p.add(n), len)
+        }
+    }
+
+    /// The value, borrowed.
+    pub fn value(&self) -> ValueRef<'_> {
+        let shape = Shape {
+            flags: self.flags(),
+            key_len: 0,
+            emb_len: 0,
+        };
+        let word = shape.word_offset();
+        // SAFETY: the kind says what `build` put at the word offset (an i64
+        // or a Value, both aligned) or after the key (an embedded string's
+        // length and bytes); the borrow of `self` keeps the block alive.
+        unsafe {
+            let p = self.block.as_ptr();
+            match shape.kind() {
+                KIND_INT => ValueRef::Str(StrRef::Int(p.add(word).cast::<i64>().read())),
+                KIND_OBJ => (*p.add(word).cast::<Value>()).as_ref(),
+                _ => {
+                    let at = self.shape().emb_offset();
+                    let (len, n) = read_varint(p.add(at));
+                    let data = std::slice::from_raw_parts(p.add(at + n), len);
+                    ValueRef::Str(StrRef::Bytes { data, raw: false })
+                }
+            }
+        }
+    }
+
+    /// The value if it is a string.
+    pub fn as_str(&self) -> Option<StrRef<'_>> {
+        match self.value() {
+            ValueRef::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The value, mutably. An int or embedded string becomes an object
+    /// first (the block is rebuilt once); commands that only replace a
+    /// string whole should use [`Entry::set_value`], which keeps it compact.
+    pub fn value_mut(&mut self) -> &mut Value {
+        if self.kind() != KIND_OBJ {
+            let owned = self.value().to_value();
+            self.rebuild(self.expire_raw(), Payload::Obj(owned));
+        }
+        let word = Shape {
+            flags: self.flags(),
+            key_len: 0,
+            emb_len: 0,
+        }
+        .word_offset();
+        // SAFETY: the block now holds a Value at the word offset; `&mut
+        // self` makes this the only reference to it, for as long as it lives.
+        unsafe { &mut *self.block.as_ptr().add(word).cast::<Value>() }
+    }
+
+    /// The value as a mutable [`Value`] when it is stored as one (every
+    /// non-string value is; int and embedded strings are not): typed
+    /// accessors for lists, hashes, sets and sorted sets use this, so that a
+    /// WRONGTYPE check on a string does not turn it into an object.
+    pub fn object_mut(&mut self) -> Option<&mut Value> {
+        (self.kind() == KIND_OBJ).then(|| self.value_mut())
+    }
+
+    /// The string value, mutably, or None for another type: for commands
+    /// that change a string in place (APPEND, SETRANGE, SETBIT, BITFIELD),
+    /// after which it is stored as an object like Redis's `raw` strings.
+    pub fn str_mut(&mut self) -> Option<&mut StrValue> {
+        self.as_str()?;
+        match self.value_mut() {
+            Value::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Replaces the value, keeping key, TTL and access metadata.
+    pub fn set_value(&mut self, value: Value) {
+        if let (KIND_INT, Value::Str(StrValue::Int(n))) = (self.kind(), &value) {
+            let word = Shape {
+                flags: self.flags(),
+                key_len: 0,
+                emb_len: 0,
+            }
+            .word_offset();
+            // SAFETY: the int kind keeps an aligned i64 at the word offset;
+            // `&mut self` is exclusive. (INCR's path: no new block.)
+            unsafe { self.block.as_ptr().add(word).cast::<i64>().write(*n) };
+            return;
+        }
+        match Payload::of(&value) {
+            Some(p) => self.rebuild(self.expire_raw(), p),
+            None => self.rebuild(self.expire_raw(), Payload::Obj(value)),
+        }
+    }
+
+    /// Takes the value out, freeing the block.
+    pub fn into_value(self) -> Value {
+        if self.kind() != KIND_OBJ {
+            return self.value().to_value();
+        }
+        let this = ManuallyDrop::new(self);
+        let shape = this.shape();
+        // SAFETY: the object kind holds an initialised Value at the word
+        // offset; it is moved out exactly once and the block is then freed
+        // without dropping it again (`this` is never dropped).
+        unsafe {
+            let p = this.block.as_ptr();
+            let value = p.add(shape.word_offset()).cast::<Value>().read();
+            alloc::dealloc(p, shape.layout());
+            value
+        }
+    }
+
+    /// The same entry stored under `key` (RENAME, MOVE, and entries made
+    /// with [`Entry::new`] being stored).
+    pub fn with_key(self, key: &[u8]) -> Self {
+        if self.key() == key {
+            return self;
+        }
+        let expire = self.expire_raw();
+        self.relayout(expire, Some(key))
+    }
+
+    /// Rebuilds the block with a new payload, same key and metadata; the old
+    /// value (if an object) is dropped.
+    fn rebuild(&mut self, expire: u64, payload: Payload) {
+        let fresh = Self::build(self.meta(), expire, self.key(), payload);
+        *self = fresh;
+    }
+
+    /// The same value in a new block with another expiry or (given) key;
+    /// an object value moves across without being copied.
+    fn relayout(self, expire: u64, new_key: Option<&[u8]>) -> Self {
+        let meta = self.meta();
+        if self.kind() != KIND_OBJ {
+            let key = new_key.unwrap_or(self.key());
+            return match self.value() {
+                ValueRef::Str(StrRef::Int(n)) => Self::build(meta, expire, key, Payload::Int(n)),
+                ValueRef::Str(StrRef::Bytes { data, .. }) => {
+                    Self::build(meta, expire, key, Payload::Emb(data))
+                }
+                _ => unreachable!("only objects hold other values"),
+            };
+        }
+        let this = ManuallyDrop::new(self);
+        let shape = this.shape();
+        // SAFETY: the Value is moved out of the old block once, into the
+        // new block; the old block (whose key bytes `build` copies) is freed
+        // afterwards without dropping the value (`this` is never dropped).
+        // `build` only aborts on allocation failure, so the value cannot be
+        // dropped twice by an unwind.
+        unsafe {
+            let p = this.block.as_ptr();
+            let value = p.add(shape.word_offset()).cast::<Value>().read();
+            let key = new_key.unwrap_or(this.key());
+            let fresh = Self::build(meta, expire, key, Payload::Obj(value));
+            alloc::dealloc(p, shape.layout());
+            fresh
+        }
+    }
+
+    /// The stored expiry, 0 for none.
+    #[inline]
+    fn expire_raw(&self) -> u64 {
+        if self.flags() & HAS_TTL == 0 {
+            return 0;
+        }
+        // SAFETY: with HAS_TTL the 8 bytes after the header are the expiry.
+        unsafe { self.block.as_ptr().add(HEADER).cast::<u64>().read() }
+    }
+
+    /// Sets (or, with 0, removes) the absolute expiry in Unix ms.
+    pub(crate) fn set_expire_raw(&mut self, at: u64) {
+        let has = self.flags() & HAS_TTL != 0;
+        if has && at != 0 {
+            // SAFETY: as in `expire_raw`; `&mut self` is exclusive.
+            unsafe { self.block.as_ptr().add(HEADER).cast::<u64>().write(at) };
+            return;
+        }
+        if has || at != 0 {
+            // SAFETY: `relayout` consumes the entry read here and returns
+            // a new one that is written back before anything else can
+            // observe `self`; it cannot unwind (see `relayout`).
+            unsafe { ptr::write(self, ptr::read(self).relayout(at, None)) }
+        }
+    }
+
+    /// The same entry with absolute expiry `at_ms` (Unix ms), or persistent
+    /// for None.
+    pub fn with_expire(mut self, at_ms: Option<u64>) -> Self {
+        self.set_expire_raw(expire_raw(at_ms));
+        self
+    }
+
+    /// The expiry time in Unix milliseconds, if any.
+    pub fn expire_at(&self) -> Option<u64> {
+        let at = self.expire_raw();
+        (at != 0).then_some(at)
+    }
+
+    /// Redis treats a key as expired only once the clock is strictly past
+    /// its expiry time.
+    #[inline]
+    pub(crate) fn is_expired(&self, now: u64) -> bool {
+        let at = self.expire_raw();
+        at != 0 && now > at
+    }
+
+    /// Bytes of the block plus what an object value owns, for `MEMORY
+    /// USAGE` and eviction's accounting.
+    pub fn heap_bytes(&self) -> usize {
+        let shape = self.shape();
+        if shape.kind() != KIND_OBJ {
+            return shape.size();
+        }
+        // SAFETY: the object kind holds a Value at the word offset.
+        let value = unsafe { &*self.block.as_ptr().add(shape.word_offset()).cast::<Value>() };
+        shape.size() + value.heap_bytes()
+    }
+
+    /// The same entry, marked as last accessed `idle_secs` seconds before
+    /// `now_ms` (RESTORE ... IDLETIME, the RDB IDLE opcode).
+    pub fn with_idle(mut self, idle_secs: u64, now_ms: u64) -> Self {
+        self.stamp_fresh(now_ms);
+        let idle = u32::try_from(idle_secs).unwrap_or(u32::MAX);
+        let mut m = self.meta();
+        // 0 means "not stored yet", so the oldest possible access is 1.
+        m.access_s = unix_secs(now_ms).saturating_sub(idle).max(1);
+        self.set_meta(m);
+        self
+    }
+
+    /// The same entry with access counter `freq` as of `now_ms` (RESTORE
+    /// ... FREQ, the RDB FREQ opcode).
+    pub fn with_freq(mut self, freq: u8, now_ms: u64) -> Self {
+        self.stamp_fresh(now_ms);
+        let mut m = self.meta();
+        m.lfu_count = freq;
+        self.set_meta(m);
+        self
+    }
+
+    /// Gives a not-yet-stored entry its access metadata now, so that
+    /// [`Entry::with_idle`] and [`Entry::with_freq`] survive storing.
+    fn stamp_fresh(&mut self, now_ms: u64) {
+        let mut m = self.meta();
+        if m.access_s == 0 {
+            m.access_s = unix_secs(now_ms).max(1);
+            m.lfu_minutes = lfu_minutes(now_ms);
+            self.set_meta(m);
+        }
+    }
+
+    /// Milliseconds since the key was last accessed, at the one-second
+    /// resolution the access time is kept with (LRU eviction's ranking).
+    pub fn idle_ms(&self, now_ms: u64) -> u64 {
+        now_ms.saturating_sub(u64::from(self.meta().access_s) * 1000)
+    }
+
+    /// Backdates the last access, for tests of eviction's ranking.
+    #[cfg(test)]
+    pub(crate) fn set_access_for_test(&mut self, at_ms: u64) {
+        let mut m = self.meta();
+        m.access_s = unix_secs(at_ms);
+        self.set_meta(m);
+    }
+
+    /// Whole seconds since the key was last accessed (`OBJECT IDLETIME`).
+    pub fn idle_secs(&self, now_ms: u64) -> u64 {
+        u64::from(unix_secs(now_ms).saturating_sub(self.meta().access_s))
+    }
+
+    /// The access counter after the decay due since its last update
+    /// (`OBJECT FREQ`), as Redis's `LFUDecrAndReturn`.
+    pub fn lfu_freq(&self, now_ms: u64, decay_minutes: u32) -> u8 {
+        decayed(self.meta(), now_ms, decay_minutes)
+    }
+
+    /// Records an access: the access time becomes now, and the counter is
+    /// decayed then incremented with probability 1 / ((c - 5) * factor + 1),
+    /// as Redis's `updateLFU` does.
+    pub(crate) fn touch(&mut self, now_ms: u64, tuning: LfuTuning) {
+        let m = self.meta();
+        let mut count = decayed(m, now_ms, tuning.decay_minutes);
+        if count < u8::MAX {
+            let base = f64::from(count.saturating_sub(LFU_INIT_VAL));
+            let p = 1.0 / (base * f64::from(tuning.log_factor) + 1.0);
+            if fastrand::f64() < p {
+                count += 1;
+            }
+        }
+        self.set_meta(Meta {
+            access_s: unix_secs(now_ms),
+            lfu_minutes: lfu_minutes(now_ms),
+            lfu_count: count,
+        });
+    }
+
+    /// Gives an entry that is about to be stored for the first time its
+    /// access metadata: accessed now, and the counter of the entry it
+    /// replaces (Redis keeps it on overwrite) or [`LFU_INIT_VAL`].
+    pub(crate) fn stamp_new(&mut self, now_ms: u64, replaced: Option<&Entry>, decay_minutes: u32) {
+        if self.meta().access_s != 0 {
+            return;
+        }
+        self.set_meta(Meta {
+            access_s: unix_secs(now_ms).max(1),
+            lfu_count: replaced.map_or(LFU_INIT_VAL, |old| old.lfu_freq(now_ms, decay_minutes)),
+            lfu_minutes: lfu_minutes(now_ms),
+        });
+    }
+}
+
+/// The stored form of an expiry: 0 for none, so a real one is at least 1.
+fn expire_raw(at_ms: Option<u64>) -> u64 {
+    at_ms.map_or(0, |t| t.max(1))
+}
+
+/// A counter after the decay due since its last update.
+fn decayed(m: Meta, now_ms: u64, decay_minutes: u32) -> u8 {
+    if decay_minutes == 0 {
+        return m.lfu_count;
+    }
+    let elapsed = lfu_minutes(now_ms).wrapping_sub(m.lfu_minutes);
+    let periods = u32::from(elapsed) / decay_minutes;
+    u8::try_from(u32::from(m.lfu_count).saturating_sub(periods)).unwrap_or(0)
+}
+
+/// Unix minutes modulo 2^16, the LFU decay clock.
+fn lfu_minutes(now_ms: u64) -> u16 {
+    (now_ms / 60_000) as u16
+}
+
+/// Unix seconds, saturating in the year 2106.
+fn unix_secs(now_ms: u64) -> u32 {
+    u32::try_from(now_ms / 1000).unwrap_or(u32::MAX)
+}
+
+impl Drop for Entry {
+    fn drop(&mut self) {
+        let shape = self.shape();
+        // SAFETY: the block was allocated by `build` with this shape's
+        // layout; an object value is initialised and dropped exactly once
+        // here (`into_value` and `relayout` skip this by not dropping).
+        unsafe {
+            let p = self.block.as_ptr();
+            if shape.kind() == KIND_OBJ {
+                ptr::drop_in_place(p.add(shape.word_offset()).cast::<Value>());
+            }
+            alloc::dealloc(p, shape.layout());
+        }
+    }
+}
+
+impl Clone for Entry {
+    fn clone(&self) -> Self {
+        let payload = match self.value() {
+            ValueRef::Str(StrRef::Int(n)) if self.kind() == KIND_INT => Payload::Int(n),
+            ValueRef::Str(StrRef::Bytes { data, .. }) if self.kind() == KIND_EMB => {
+                Payload::Emb(data)
+            }
+            v => Payload::Obj(v.to_value()),
+        };
+        Self::build(self.meta(), self.expire_raw(), self.key(), payload)
+    }
+}
+
+impl std::borrow::Borrow<[u8]> for Entry {
+    fn borrow(&self) -> &[u8] {
+        self.key()
+    }
+}
+
+impl fmt::Debug for Entry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Entry")
+            .field("key", &String::from_utf8_lossy(self.key()))
+            .field("value", &self.value())
+            .field("expire_at", &self.expire_at())
+            .field("meta", &self.meta())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[u8]) -> Value {
+        Value::Str(StrValue::from_bytes(v))
+    }
+
+    #[test]
+    fn varints_round_trip() {
+        let mut buf = [0u8; 10];
+        for n in [0, 1, 127, 128, 300, 16_383, 16_384, 1 << 30, usize::MAX] {
+            // SAFETY: 10 bytes hold any 64-bit varint.
+            let w = unsafe { write_varint(buf.as_mut_ptr(), n) };
+            assert_eq!(w, varint_len(n), "{n}");
+            // SAFETY: just written.
+            assert_eq!(unsafe { read_varint(buf.as_ptr()) }, (n, w));
+        }
+    }
+
+    #[test]
+    fn each_kind_stores_key_value_and_ttl() {
+        let big = vec![b'x'; 300];
+        let mut list = crate::list::List::new(16);
+        list.push(crate::list::End::Right, b"a");
+        let values = [s(b"12345"), s(b"hello"), s(&big), s(b""), Value::List(list)];
+        for v in values {
+            for key in [&b""[..], b"k", &[b'k'; 200][..]] {
+                let e = Entry::with_key_value(key, v.clone(), None);
+                assert_eq!(e.key(), key);
+                assert_eq!(e.value(), v.as_ref());
+                assert_eq!(e.expire_at(), None);
+                let e = e.with_expire(Some(99));
+                assert_eq!(
+                    (e.key(), e.value(), e.expire_at()),
+                    (key, v.as_ref(), Some(99))
+                );
+                let c = e.clone();
+                assert_eq!(
+                    (c.key(), c.value(), c.expire_at()),
+                    (key, v.as_ref(), Some(99))
+                );
+                let e = e.with_expire(None).with_key(b"other");
+                assert_eq!((e.key(), e.expire_at()), (&b"other"[..], None));
+                assert_eq!(e.into_value(), v);
+            }
+        }
+    }
+
+    #[test]
+    fn kinds_follow_redis_encodings() {
+        assert_eq!(Entry::with_key_str(b"k", b"42", None).kind(), KIND_INT);
+        assert_eq!(Entry::with_key_str(b"k", b"042", None).kind(), KIND_EMB);
+        assert_eq!(
+            Entry::with_key_str(b"k", &[b'v'; 64], None).kind(),
+            KIND_EMB
+        );
+        let mut e = Entry::with_key_str(b"k", b"abc", None);
+        assert_eq!(e.value().encoding_name(), "embstr");
+        // Changing a string in place makes it an object, reported raw.
+        if let Value::Str(sv) = e.value_mut() {
+            sv.bytes_mut().push(b'd');
+        }
+        assert_eq!(e.kind(), KIND_OBJ);
+        assert_eq!(e.value().encoding_name(), "raw");
+        assert_eq!(
+            e.value(),
+            ValueRef::Str(StrRef::Bytes {
+                data: b"abcd",
+                raw: true
+            })
+        );
+        // A whole replacement is compact again.
+        e.set_value(s(b"7"));
+        assert_eq!((e.kind(), e.key()), (KIND_INT, &b"k"[..]));
+    }
+
+    #[test]
+    fn metadata_survives_every_rebuild() {
+        let now = 1_700_000_000_000;
+        let mut e = Entry::with_key_str(b"k", b"v", None)
+            .with_idle(100, now)
+            .with_freq(77, now);
+        let before = e.meta();
+        e.set_expire_raw(now + 5);
+        e.set_value(s(b"12"));
+        let _ = e.value_mut();
+        e.set_expire_raw(0);
+        let e = e.with_key(b"k2");
+        assert_eq!(e.meta(), before);
+        assert_eq!(e.idle_secs(now), 100);
+        assert_eq!(e.lfu_freq(now, 1), 77);
+    }
+
+    #[test]
+    fn the_block_is_as_small_as_promised() {
+        // 16-byte key, 64-byte value: header, two one-byte lengths, payload.
+        let e = Entry::with_key_str(&[b'k'; 16], &[b'v'; 64], None);
+        assert_eq!(e.shape().size(), 8 + 1 + 16 + 1 + 64);
+        let e = e.with_expire(Some(5));
+        assert_eq!(e.shape().size(), 8 + 8 + 1 + 16 + 1 + 64);
+        // 8-digit key and integer value.
+        let e = Entry::with_key_str(b"00000001", b"10000001", None);
+        assert_eq!(e.shape().size(), 8 + 8 + 1 + 8);
+    }
+}
