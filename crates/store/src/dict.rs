@@ -471,6 +471,23 @@ impl<K: Borrow<[u8]>, V> Dict<K, V> {
         None
     }
 
+    /// Calls `f` for every entry stored with the same hash bits as `hash`
+    /// (the low 32): the candidates for a key known only by its hash.
+    pub fn with_hash(&self, hash: u64, mut f: impl FnMut(&K, &V)) {
+        if self.buckets.is_empty() {
+            return;
+        }
+        let hash = hash as u32;
+        let mut cur = self.buckets[self.bucket_of(hash)];
+        while let Some(link) = cur {
+            let slot = &self.slots[index_of(link)];
+            if slot.hash == hash {
+                f(&slot.key, &slot.value);
+            }
+            cur = slot.next;
+        }
+    }
+
     /// The value stored for `key`, if any.
     pub fn get(&self, hash: u64, key: &[u8]) -> Option<&V> {
         self.find(hash as u32, key).map(|i| &self.slots[i].value)

@@ -237,10 +237,12 @@ impl Keyspace {
                         if table.volatile.is_empty() {
                             continue;
                         }
-                        table.volatile.sample(&mut pool.rng, samples, |k, _| {
-                            if let Some((e, ())) = table.keys.get_key_value(hash_key(k), k) {
-                                pool.cands.offer(policy.score(e, now, decay), db, k);
-                            }
+                        table.volatile.sample(&mut pool.rng, samples, |hash| {
+                            table.keys.with_hash(hash, |e, ()| {
+                                if e.expire_at().is_some() {
+                                    pool.cands.offer(policy.score(e, now, decay), db, e.key());
+                                }
+                            });
                         });
                     } else if !table.keys.is_empty() {
                         table.keys.sample(&mut pool.rng, samples, |e, ()| {
@@ -258,11 +260,10 @@ impl Keyspace {
                 };
                 let hash = hash_key(&c.key);
                 let table = &shard.dbs[c.db];
-                let qualifies = if policy.volatile_only() {
-                    table.volatile.contains_key(hash, &c.key)
-                } else {
-                    table.keys.contains_key(hash, &c.key)
-                };
+                let qualifies = table
+                    .keys
+                    .get_key_value(hash, &c.key)
+                    .is_some_and(|(e, ())| !policy.volatile_only() || e.expire_at().is_some());
                 if qualifies {
                     return shard.evict(c.db, hash, c.key, on_evicted);
                 }
@@ -284,10 +285,15 @@ impl Keyspace {
             for db in 0..shard.dbs.len() {
                 let table = &shard.dbs[db];
                 let key = if policy.volatile_only() {
-                    table
-                        .volatile
-                        .random_entry(&mut pool.rng)
-                        .map(|(k, _)| k.clone())
+                    let mut key = None;
+                    if let Some(hash) = table.volatile.random(&mut pool.rng) {
+                        table.keys.with_hash(hash, |e, ()| {
+                            if key.is_none() && e.expire_at().is_some() {
+                                key = Some(Key::from(e.key()));
+                            }
+                        });
+                    }
+                    key
                 } else {
                     (table.keys.random_entry(&mut pool.rng)).map(|(e, ())| Key::from(e.key()))
                 };

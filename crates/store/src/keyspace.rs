@@ -25,6 +25,7 @@ use crate::clock::now_ms;
 use crate::dict::{hash_key, Dict};
 pub use crate::entry::Entry;
 use crate::snapshot::Pending;
+use crate::ttl_index::TtlIndex;
 use crate::value::{Value, ValueRef};
 
 /// A key as stored: an owned byte string.
@@ -112,7 +113,7 @@ impl std::ops::AddAssign for ShardStats {
 pub(crate) struct DbTable {
     pub(crate) keys: Dict<Entry, ()>,
     /// The keys that have a TTL, for active expiry and eviction sampling.
-    pub(crate) volatile: Dict<Key, ()>,
+    pub(crate) volatile: TtlIndex,
     /// Where the active expiry cycle resumes its scan of `volatile`.
     expire_cursor: u64,
 }
@@ -121,7 +122,7 @@ impl DbTable {
     fn remove(&mut self, hash: u64, key: &[u8]) -> Option<Entry> {
         let (entry, ()) = self.keys.remove(hash, key)?;
         if entry.expire_at().is_some() {
-            self.volatile.remove(hash, key);
+            self.volatile.remove(hash);
         }
         Some(entry)
     }
@@ -445,14 +446,15 @@ fn expire_sample(
     let mut due: Vec<Key> = Vec::new();
     let mut sampled = 0;
     let keys = &table.keys;
-    table.expire_cursor = table.volatile.scan(table.expire_cursor, n, |k, _| {
-        sampled += 1;
-        if keys
-            .get_key_value(hash_key(k), k)
-            .is_some_and(|(e, ())| e.is_expired(now))
-        {
-            due.push(k.clone());
-        }
+    table.expire_cursor = table.volatile.scan(table.expire_cursor, n, |hash| {
+        keys.with_hash(hash, |e, ()| {
+            if e.expire_at().is_some() {
+                sampled += 1;
+                if e.is_expired(now) {
+                    due.push(Key::from(e.key()));
+                }
+            }
+        });
     });
     for k in &due {
         if let Some(e) = shard.remove_entry(db, hash_key(k), k) {
@@ -779,9 +781,9 @@ impl<'a> Keys<'a> {
         };
         let old_ttl = old.as_ref().is_some_and(|e| e.expire_at().is_some());
         if new_ttl && !old_ttl {
-            table.volatile.insert(hash, key.into(), ());
+            table.volatile.add(hash);
         } else if old_ttl && !new_ttl {
-            table.volatile.remove(hash, key);
+            table.volatile.remove(hash);
         }
         old
     }
@@ -805,9 +807,7 @@ impl<'a> Keys<'a> {
         let had = e.expire_at().is_some();
         e.set_expire_raw(at_ms.max(1));
         if !had {
-            self.shard(hash).dbs[db]
-                .volatile
-                .insert(hash, key.into(), ());
+            self.shard(hash).dbs[db].volatile.add(hash);
         }
         true
     }
@@ -822,7 +822,7 @@ impl<'a> Keys<'a> {
             return false;
         }
         e.set_expire_raw(0);
-        self.shard(hash).dbs[db].volatile.remove(hash, key);
+        self.shard(hash).dbs[db].volatile.remove(hash);
         true
     }
 
@@ -1040,6 +1040,52 @@ mod tests {
         assert!(k.get_read(0, b"a").is_none());
         drop(k);
         assert_eq!(ks.stats().expired_keys, 1);
+        assert_eq!(ks.db_sizes()[0], (0, 0));
+    }
+
+    #[test]
+    fn the_ttl_index_follows_every_way_a_ttl_changes() {
+        let ks = Keyspace::new(2, 4);
+        let mut rng = fastrand::Rng::with_seed(7);
+        let far = now_ms() + 1_000_000;
+        for round in 0..2000 {
+            let key = format!("k{}", rng.usize(..40));
+            let key = key.as_bytes();
+            let mut k = ks.lock_all();
+            match rng.u8(..7) {
+                0 => drop(k.set(0, key, s(b"v"))),
+                1 => drop(k.set_str(0, key, b"12", Some(far))),
+                2 => drop(k.set_expire(0, key, far)),
+                3 => drop(k.persist(0, key)),
+                4 => drop(k.remove(0, key)),
+                5 => drop(k.set_keep_ttl(0, key, s(b"w"))),
+                _ => drop(k.set_expire(0, key, 1)),
+            }
+            let mut with_ttl = 0;
+            k.for_each_key(0, |_, e| with_ttl += usize::from(e.expire_at().is_some()));
+            drop(k);
+            // Expired keys still count until reclaimed, as in Redis.
+            let pending: usize = (0..4)
+                .map(|i| {
+                    let s = ks.shards[i].lock();
+                    let t = &s.dbs[0];
+                    t.keys
+                        .iter()
+                        .filter(|(e, ())| e.is_expired(now_ms()))
+                        .count()
+                })
+                .sum();
+            assert_eq!(ks.db_sizes()[0].1, with_ttl + pending, "round {round}");
+        }
+        // Active expiry finds every expired key through the index.
+        let mut k = ks.lock_all();
+        for i in 0..40 {
+            let key = format!("k{i}");
+            k.set(0, key.as_bytes(), s(b"v"));
+            k.set_expire(0, key.as_bytes(), 1);
+        }
+        drop(k);
+        while ks.active_expire_cycle(Duration::from_secs(1), &mut |_, _| {}) > 0 {}
         assert_eq!(ks.db_sizes()[0], (0, 0));
     }
 

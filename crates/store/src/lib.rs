@@ -16,6 +16,7 @@ pub mod list;
 pub mod rdb;
 pub mod set;
 pub mod snapshot;
+mod ttl_index;
 pub mod value;
 pub mod zset;
 
