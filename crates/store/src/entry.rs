@@ -7,15 +7,17 @@
 //! ```text
 //! access_s u32 | lfu_minutes u16 | lfu_count u8 | flags u8      8 bytes
 //! [expire_at u64]                                  only with a TTL
-//! [i64 | Value]                                    int or object kind
+//! [Value]                                          object kind
 //! key length (varint) | key bytes
 //! [value length (varint) | value bytes]            embedded kind
+//! [value (zigzag varint)]                          int kind
 //! ```
 //!
 //! Three kinds of value, chosen by what is stored:
 //!
 //! * **int**: a string that is the canonical form of an `i64` (Redis's `int`
-//!   encoding), eight bytes in the block;
+//!   encoding), as a varint of one to ten bytes (four for an 8-digit
+//!   number);
 //! * **embedded**: any other string as written by SET and friends, its bytes
 //!   after the key, so a lookup that compared the key already has the value
 //!   in cache;
@@ -56,9 +58,22 @@ const _: () = assert!(size_of::<Value>().is_multiple_of(BLOCK_ALIGN));
 
 /// Bytes a LEB128 varint of `n` takes.
 #[inline]
-fn varint_len(n: usize) -> usize {
-    let bits = usize::BITS - (n | 1).leading_zeros();
+fn varint_len(n: u64) -> usize {
+    let bits = u64::BITS - (n | 1).leading_zeros();
     bits.div_ceil(7) as usize
+}
+
+/// An `i64` mapped to a `u64` so that small magnitudes of either sign
+/// make short varints (zigzag: 0, -1, 1, -2 … become 0, 1, 2, 3 …).
+#[inline]
+fn zigzag(n: i64) -> u64 {
+    ((n << 1) ^ (n >> 63)) as u64
+}
+
+/// The inverse of [`zigzag`].
+#[inline]
+fn unzigzag(z: u64) -> i64 {
+    ((z >> 1) as i64) ^ -((z & 1) as i64)
 }
 
 /// Writes `n` as a LEB128 varint at `p`; returns the bytes written.
@@ -66,7 +81,7 @@ fn varint_len(n: usize) -> usize {
 /// # Safety
 /// `p` must be valid for `varint_len(n)` bytes of writes.
 #[inline]
-unsafe fn write_varint(p: *mut u8, mut n: usize) -> usize {
+unsafe fn write_varint(p: *mut u8, mut n: u64) -> usize {
     let mut i = 0;
     loop {
         let byte = (n & 0x7f) as u8;
@@ -86,18 +101,18 @@ unsafe fn write_varint(p: *mut u8, mut n: usize) -> usize {
 /// # Safety
 /// `p` must point at a varint written by [`write_varint`].
 #[inline]
-unsafe fn read_varint(p: *const u8) -> (usize, usize) {
+unsafe fn read_varint(p: *const u8) -> (u64, usize) {
     // SAFETY: the caller guarantees a complete varint at `p`.
     let first = unsafe { *p };
     if first < 0x80 {
-        return (first as usize, 1);
+        return (u64::from(first), 1);
     }
-    let mut n = 0usize;
+    let mut n = 0u64;
     let mut i = 0;
     loop {
         // SAFETY: as above; the varint ends at the first byte below 0x80.
         let byte = unsafe { *p.add(i) };
-        n |= ((byte & 0x7f) as usize) << (7 * i);
+        n |= u64::from(byte & 0x7f) << (7 * i);
         i += 1;
         if byte < 0x80 {
             return (n, i);
@@ -162,7 +177,9 @@ impl Payload<'_> {
 struct Shape {
     flags: u8,
     key_len: usize,
-    emb_len: usize,
+    /// Bytes after the key: an embedded string's length and bytes, or an
+    /// int's varint.
+    tail: usize,
 }
 
 impl Shape {
@@ -170,7 +187,7 @@ impl Shape {
         self.flags & KIND_MASK
     }
 
-    /// Offset of the int or object word (just after the header and expiry).
+    /// Offset of an object's Value (just after the header and expiry).
     fn word_offset(self) -> usize {
         HEADER + if self.flags & HAS_TTL != 0 { 8 } else { 0 }
     }
@@ -179,25 +196,19 @@ impl Shape {
     fn key_offset(self) -> usize {
         self.word_offset()
             + match self.kind() {
-                KIND_INT => 8,
                 KIND_OBJ => size_of::<Value>(),
                 _ => 0,
             }
     }
 
-    /// Offset of the embedded value's length varint.
-    fn emb_offset(self) -> usize {
-        self.key_offset() + varint_len(self.key_len) + self.key_len
+    /// Offset of what follows the key (see `tail`).
+    fn tail_offset(self) -> usize {
+        self.key_offset() + varint_len(self.key_len as u64) + self.key_len
     }
 
     /// Total block size.
     fn size(self) -> usize {
-        let emb = if self.kind() == KIND_EMB {
-            varint_len(self.emb_len) + self.emb_len
-        } else {
-            0
-        };
-        self.emb_offset() + emb
+        self.tail_offset() + self.tail
     }
 
     fn layout(self) -> Layout {
@@ -263,9 +274,10 @@ impl Entry {
         let shape = Shape {
             flags,
             key_len: key.len(),
-            emb_len: match payload {
-                Payload::Emb(b) => b.len(),
-                _ => 0,
+            tail: match payload {
+                Payload::Emb(b) => varint_len(b.len() as u64) + b.len(),
+                Payload::Int(n) => varint_len(zigzag(n)),
+                Payload::Obj(_) => 0,
             },
         };
         let layout = shape.layout();
@@ -276,7 +288,7 @@ impl Entry {
         };
         // SAFETY: every write below stays inside the `shape.size()` bytes
         // just allocated, at the offsets `Shape` computes; the block is
-        // 8-aligned and the header, expiry and word offsets are multiples
+        // 8-aligned and the header, expiry and Value offsets are multiples
         // of 8, so the typed writes are aligned.
         unsafe {
             let p = block.as_ptr();
@@ -287,17 +299,16 @@ impl Entry {
             if expire != 0 {
                 p.add(HEADER).cast::<u64>().write(expire);
             }
-            let word = p.add(shape.word_offset());
             let at = shape.key_offset();
-            let n = write_varint(p.add(at), key.len());
+            let n = write_varint(p.add(at), key.len() as u64);
             ptr::copy_nonoverlapping(key.as_ptr(), p.add(at + n), key.len());
+            let tail = p.add(shape.tail_offset());
             match payload {
-                Payload::Int(v) => word.cast::<i64>().write(v),
-                Payload::Obj(v) => word.cast::<Value>().write(v),
+                Payload::Int(v) => drop(write_varint(tail, zigzag(v))),
+                Payload::Obj(v) => p.add(shape.word_offset()).cast::<Value>().write(v),
                 Payload::Emb(b) => {
-                    let at = shape.emb_offset();
-                    let n = write_varint(p.add(at), b.len());
-                    ptr::copy_nonoverlapping(b.as_ptr(), p.add(at + n), b.len());
+                    let n = write_varint(tail, b.len() as u64);
+                    ptr::copy_nonoverlapping(b.as_ptr(), tail.add(n), b.len());
                 }
             }
         }
@@ -321,14 +332,17 @@ impl Entry {
         let mut shape = Shape {
             flags,
             key_len: 0,
-            emb_len: 0,
+            tail: 0,
         };
         // SAFETY: `build` wrote a key length varint at the key offset and,
-        // for the embedded kind, a value length varint after the key.
+        // for the embedded and int kinds, a varint after the key.
         unsafe {
-            shape.key_len = read_varint(self.block.as_ptr().add(shape.key_offset())).0;
-            if flags & KIND_MASK == KIND_EMB {
-                shape.emb_len = read_varint(self.block.as_ptr().add(shape.emb_offset())).0;
+            let p = self.block.as_ptr();
+            shape.key_len = read_varint(p.add(shape.key_offset())).0 as usize;
+            let kind = flags & KIND_MASK;
+            if kind != KIND_OBJ {
+                let (v, n) = read_varint(p.add(shape.tail_offset()));
+                shape.tail = if kind == KIND_EMB { n + v as usize } else { n };
             }
         }
         shape
@@ -363,7 +377,7 @@ impl Entry {
         let at = Shape {
             flags,
             key_len: 0,
-            emb_len: 0,
+            tail: 0,
         }
         .key_offset();
         // SAFETY: `build` wrote the key's length varint at `at` and its
@@ -372,7 +386,7 @@ impl Entry {
         unsafe {
             let p = self.block.as_ptr().add(at);
             let (len, n) = read_varint(p);
-            std::slice::from_raw_parts(p.add(n), len)
+            std::slice::from_raw_parts(p.add(n), len as usize)
         }
     }
 
@@ -381,24 +395,24 @@ impl Entry {
         let shape = Shape {
             flags: self.flags(),
             key_len: 0,
-            emb_len: 0,
+            tail: 0,
         };
-        let word = shape.word_offset();
-        // SAFETY: the kind says what `build` put at the word offset (an i64
-        // or a Value, both aligned) or after the key (an embedded string's
-        // length and bytes); the borrow of `self` keeps the block alive.
+        // SAFETY: the kind says what `build` put at the Value offset (an
+        // aligned Value) or after the key (an int's varint, an embedded
+        // string's length and bytes); the borrow of `self` keeps the block
+        // alive.
         unsafe {
             let p = self.block.as_ptr();
-            match shape.kind() {
-                KIND_INT => ValueRef::Str(StrRef::Int(p.add(word).cast::<i64>().read())),
-                KIND_OBJ => (*p.add(word).cast::<Value>()).as_ref(),
-                _ => {
-                    let at = self.shape().emb_offset();
-                    let (len, n) = read_varint(p.add(at));
-                    let data = std::slice::from_raw_parts(p.add(at + n), len);
-                    ValueRef::Str(StrRef::Bytes { data, raw: false })
-                }
+            if shape.kind() == KIND_OBJ {
+                return (*p.add(shape.word_offset()).cast::<Value>()).as_ref();
             }
+            let tail = p.add(self.shape().tail_offset());
+            let (v, n) = read_varint(tail);
+            if shape.kind() == KIND_INT {
+                return ValueRef::Str(StrRef::Int(unzigzag(v)));
+            }
+            let data = std::slice::from_raw_parts(tail.add(n), v as usize);
+            ValueRef::Str(StrRef::Bytes { data, raw: false })
         }
     }
 
@@ -421,7 +435,7 @@ impl Entry {
         let word = Shape {
             flags: self.flags(),
             key_len: 0,
-            emb_len: 0,
+            tail: 0,
         }
         .word_offset();
         // SAFETY: the block now holds a Value at the word offset; `&mut
@@ -451,16 +465,15 @@ impl Entry {
     /// Replaces the value, keeping key, TTL and access metadata.
     pub fn set_value(&mut self, value: Value) {
         if let (KIND_INT, Value::Str(StrValue::Int(n))) = (self.kind(), &value) {
-            let word = Shape {
-                flags: self.flags(),
-                key_len: 0,
-                emb_len: 0,
+            let shape = self.shape();
+            let z = zigzag(*n);
+            if varint_len(z) == shape.tail {
+                // SAFETY: the int kind ends with the value's varint, which
+                // the new one exactly replaces; `&mut self` is exclusive.
+                // (INCR's path: no new block.)
+                unsafe { write_varint(self.block.as_ptr().add(shape.tail_offset()), z) };
+                return;
             }
-            .word_offset();
-            // SAFETY: the int kind keeps an aligned i64 at the word offset;
-            // `&mut self` is exclusive. (INCR's path: no new block.)
-            unsafe { self.block.as_ptr().add(word).cast::<i64>().write(*n) };
-            return;
         }
         match Payload::of(&value) {
             Some(p) => self.rebuild(self.expire_raw(), p),
@@ -768,7 +781,7 @@ mod tests {
     #[test]
     fn varints_round_trip() {
         let mut buf = [0u8; 10];
-        for n in [0, 1, 127, 128, 300, 16_383, 16_384, 1 << 30, usize::MAX] {
+        for n in [0, 1, 127, 128, 300, 16_383, 16_384, 1 << 30, u64::MAX] {
             // SAFETY: 10 bytes hold any 64-bit varint.
             let w = unsafe { write_varint(buf.as_mut_ptr(), n) };
             assert_eq!(w, varint_len(n), "{n}");
@@ -858,8 +871,25 @@ mod tests {
         assert_eq!(e.shape().size(), 8 + 1 + 16 + 1 + 64);
         let e = e.with_expire(Some(5));
         assert_eq!(e.shape().size(), 8 + 8 + 1 + 16 + 1 + 64);
-        // 8-digit key and integer value.
+        // 8-digit key and integer value (a 4-byte varint).
         let e = Entry::with_key_str(b"00000001", b"10000001", None);
-        assert_eq!(e.shape().size(), 8 + 8 + 1 + 8);
+        assert_eq!(e.shape().size(), 8 + 1 + 8 + 4);
+    }
+
+    #[test]
+    fn ints_round_trip_and_change_in_place() {
+        for n in [0, 1, -1, 63, -64, 64, 1 << 40, i64::MAX, i64::MIN] {
+            assert_eq!(unzigzag(zigzag(n)), n);
+            let mut e = Entry::with_key_value(b"k", s(n.to_string().as_bytes()), Some(3));
+            assert_eq!(e.value(), ValueRef::Str(StrRef::Int(n)));
+            let block = e.block;
+            e.set_value(Value::Str(StrValue::Int(n ^ 1)));
+            assert_eq!(e.value(), ValueRef::Str(StrRef::Int(n ^ 1)));
+            assert_eq!((e.key(), e.expire_at()), (&b"k"[..], Some(3)));
+            // Same varint length: no new block.
+            assert_eq!(e.block, block, "{n}");
+            e.set_value(Value::Str(StrValue::Int(i64::MIN)));
+            assert_eq!(e.value(), ValueRef::Str(StrRef::Int(i64::MIN)));
+        }
     }
 }
