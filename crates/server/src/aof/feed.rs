@@ -63,7 +63,13 @@ impl Unit {
     /// Adds a command applying to database `db`, given as arguments.
     pub fn push_args(&mut self, db: usize, args: Args<'_>) {
         self.begin(db);
-        encode_with(&mut self.bytes, args.len(), || args.iter());
+        // A request that came in canonical RESP is its own encoding
+        // (callgrind: a copy instead of encoding saves ~300 instructions
+        // per SET).
+        match args.canonical_resp() {
+            Some(raw) => self.bytes.extend_from_slice(raw),
+            None => encode_with(&mut self.bytes, args.len(), || args.iter()),
+        }
     }
 
     /// Adds a command applying to database `db`.
