@@ -2,7 +2,7 @@
 //! freshly parsed command, and an owned [`OwnedArgs`] for commands that must
 //! outlive the input buffer (MULTI queues, AOF, replication).
 
-use crate::number::write_u64;
+use crate::number::{format_u64_into, write_u64};
 
 /// Borrowed, zero-copy view of a command's arguments.
 ///
@@ -74,6 +74,33 @@ impl<'a> Args<'a> {
         owned
     }
 
+    /// The command's canonical RESP multibulk encoding (`*<n>\r\n` then
+    /// `$<len>\r\n<bytes>\r\n` per argument, lengths in plain decimal),
+    /// when the bytes the arguments point into already hold exactly that
+    /// from their first byte on: true of a command parsed from a client's
+    /// multibulk request written the usual way, whose bytes can then be
+    /// copied instead of encoded again (the AOF). None otherwise (inline
+    /// commands, owned copies, lengths written with leading zeros, line
+    /// ends other than CRLF that the parser tolerates).
+    ///
+    /// Every byte outside the arguments is compared with what the encoding
+    /// would write there and every argument must start where it would put
+    /// it, so a returned slice is the encoding whatever the view's origin.
+    pub fn canonical_resp(&self) -> Option<&'a [u8]> {
+        let base = self.base;
+        let mut at = expect_header(base, 0, b'*', self.ranges.len())?;
+        for &(start, end) in self.ranges {
+            at = expect_header(base, at, b'$', end.wrapping_sub(start))?;
+            // Word compares: byte-wise ones cost ~4x (callgrind).
+            let crlf = base.get(end..end + 2)?;
+            if start != at || u16::from_le_bytes([crlf[0], crlf[1]]) != CRLF16 {
+                return None;
+            }
+            at = end + 2;
+        }
+        Some(&base[..at])
+    }
+
     /// Appends the command encoded as a RESP multibulk array to `out`, the
     /// form used for AOF and replication streams.
     pub fn write_resp(&self, out: &mut Vec<u8>) {
@@ -93,6 +120,32 @@ impl<'a> Args<'a> {
             out.extend_from_slice(arg);
             out.extend_from_slice(b"\r\n");
         }
+    }
+}
+
+/// `\r\n` read as a little-endian u16.
+const CRLF16: u16 = u16::from_le_bytes(*b"\r\n");
+
+/// Checks that `base[at..]` starts with `tag`, `n` in plain decimal and
+/// CRLF; returns the position after them.
+#[inline(always)]
+fn expect_header(base: &[u8], at: usize, tag: u8, n: usize) -> Option<usize> {
+    let word = |h: &[u8]| u32::from_le_bytes([h[0], h[1], h[2], h[3]]);
+    if n < 10 {
+        let h = base.get(at..at + 4)?;
+        (word(h) == u32::from_le_bytes([tag, b'0' + n as u8, b'\r', b'\n'])).then_some(at + 4)
+    } else if n < 100 {
+        let h = base.get(at..at + 5)?;
+        let (tens, ones) = (b'0' + (n / 10) as u8, b'0' + (n % 10) as u8);
+        (word(h) == u32::from_le_bytes([tag, tens, ones, b'\r']) && h[4] == b'\n').then_some(at + 5)
+    } else {
+        let mut buf = [0u8; 20];
+        let from = format_u64_into(n as u64, &mut buf);
+        let digits = &buf[from..];
+        let end = at + 1 + digits.len();
+        let h = base.get(at..end + 2)?;
+        (h[0] == tag && &h[1..1 + digits.len()] == digits && h[h.len() - 2..] == *b"\r\n")
+            .then_some(end + 2)
     }
 }
 
@@ -269,6 +322,52 @@ mod tests {
         assert_eq!(o.as_args().to_owned(), o);
         assert_eq!(OwnedArgs::from(o.as_args()), o);
         assert_ne!(o, OwnedArgs::from_slices(["GET", "ke", "y"]));
+    }
+
+    /// Builds a view the way the parser does: ranges into `base`.
+    fn view<'a>(base: &'a [u8], ranges: &'a [(usize, usize)]) -> Args<'a> {
+        Args::new(base, ranges)
+    }
+
+    #[test]
+    fn canonical_resp_is_the_request_itself_when_it_is_canonical() {
+        let long = "x".repeat(120);
+        let wire = format!("*3\r\n$3\r\nSET\r\n$10\r\nkey:000001\r\n$120\r\n{long}\r\nNEXT");
+        let ranges = [(8, 11), (18, 28), (36, 156)];
+        let a = view(wire.as_bytes(), &ranges);
+        let mut want = Vec::new();
+        a.write_resp(&mut want);
+        assert_eq!(a.canonical_resp(), Some(&want[..]));
+        assert_eq!(want.len(), wire.len() - 4);
+        // Zero arguments, and an empty argument.
+        assert_eq!(view(b"*0\r\n", &[]).canonical_resp(), Some(&b"*0\r\n"[..]));
+        let e = b"*1\r\n$0\r\n\r\n";
+        assert_eq!(view(e, &[(8, 8)]).canonical_resp(), Some(&e[..]));
+    }
+
+    #[test]
+    fn canonical_resp_refuses_anything_else() {
+        // What the parser tolerates: a leading zero, a bare LF after the
+        // length, something other than CRLF after the payload.
+        let zero = b"*1\r\n$03\r\nSET\r\n";
+        assert_eq!(view(zero, &[(9, 12)]).canonical_resp(), None);
+        let lf = b"*1\r\n$3\rXSET\r\n";
+        assert_eq!(view(lf, &[(8, 11)]).canonical_resp(), None);
+        let tail = b"*1\r\n$3\r\nSETXY";
+        assert_eq!(view(tail, &[(8, 11)]).canonical_resp(), None);
+        let short = b"*1\r\n$3\r\nSET\r";
+        assert_eq!(view(short, &[(8, 11)]).canonical_resp(), None);
+        // An inline command's arguments sit side by side, an owned copy's
+        // too.
+        assert_eq!(
+            view(b"SETkv", &[(0, 3), (3, 4), (4, 5)]).canonical_resp(),
+            None
+        );
+        let o = OwnedArgs::from_slices(["SET", "k", "v"]);
+        assert_eq!(o.as_args().canonical_resp(), None);
+        // A count that does not match the arguments.
+        let two = b"*2\r\n$3\r\nSET\r\n";
+        assert_eq!(view(two, &[(8, 11)]).canonical_resp(), None);
     }
 
     #[test]

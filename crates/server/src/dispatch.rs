@@ -112,7 +112,6 @@ pub fn run(server: &Server, session: &mut Session, out: &mut ReplyBuf, args: Arg
         // The AOF's fake client never waits (Redis asserts it cannot).
         deny_blocking: replaying,
         effects: None,
-        unit: smallvec::SmallVec::new(),
     };
     if ctx.session.reply_mode == ReplyMode::SkipNext {
         ctx.session.reply_mode = ReplyMode::Skipping;
@@ -123,8 +122,9 @@ pub fn run(server: &Server, session: &mut Session, out: &mut ReplyBuf, args: Arg
     call(&mut ctx, cmd, args);
     // The unit's effects reach the AOF while its locks are held, so the
     // log's order is the order of effects on every key.
-    if !ctx.unit.is_empty() {
-        let wait = server.aof.feed(&ctx.unit);
+    if !ctx.session.aof_unit.is_empty() {
+        let slot = ctx.session.shared.worker;
+        let wait = server.aof.feed(slot, &mut ctx.session.aof_unit);
         ctx.session.aof_wait = ctx.session.aof_wait.max(wait);
     }
     // Clients blocked on keys this command filled are served before
@@ -439,19 +439,19 @@ fn collect_effects(ctx: &mut Ctx<'_>, cmd: CmdRef, args: Args<'_>, dirty_before:
             b"DEL"
         };
         for (db, key) in expired {
-            let mut bytes = Vec::new();
-            crate::aof::reader::encode(&mut bytes, &[name, &key]);
-            ctx.unit.push((db, bytes));
+            ctx.session.aof_unit.push_command(db, &[name, &key]);
         }
     }
     match ctx.effects.take() {
-        Some(ops) => ctx.unit.extend(ops),
+        Some(ops) => {
+            for (db, bytes) in ops {
+                ctx.session.aof_unit.push_encoded(db, &bytes);
+            }
+        }
         None if ctx.dirty > dirty_before && cmd.spec.name != "exec" => {
-            let mut bytes = Vec::new();
-            args.write_resp(&mut bytes);
             // The database the command ran in (SELECT inside MULTI changes
             // ctx.db only for the commands after it).
-            ctx.unit.push((ctx.db, bytes));
+            ctx.session.aof_unit.push_args(ctx.db, args);
         }
         None => {}
     }

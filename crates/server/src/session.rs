@@ -71,6 +71,10 @@ pub struct Session {
     /// AOF offset that must be durable before this client's pending
     /// replies are sent (`appendfsync always`; 0: none).
     pub aof_wait: u64,
+    /// The running execution unit's effects for the AOF (a command, or a
+    /// transaction's commands), handed over by dispatch under the unit's
+    /// locks; its buffer is reused from one command to the next.
+    pub aof_unit: crate::aof::Unit,
     /// The fake client replaying the AOF at start-up: not subject to
     /// `maxmemory` or CLIENT PAUSE, and never blocks.
     pub replaying: bool,
@@ -96,6 +100,7 @@ impl Session {
             obuf_soft_since: None,
             shared,
             aof_wait: 0,
+            aof_unit: crate::aof::Unit::default(),
             replaying: false,
         }
     }

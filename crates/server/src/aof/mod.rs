@@ -3,18 +3,21 @@
 //! manifest that lists them.
 //!
 //! Commands reach the AOF through [`Aof::feed`], called by dispatch while
-//! the command still holds its shard locks: the order of the log is the
-//! order of the effects on every key, and a cut taken with every shard
-//! locked (a rewrite) splits the stream exactly. Fed bytes collect in a
-//! buffer that the writer thread ([`run_writer`]) writes out; with
-//! `appendfsync always` it fsyncs once for everything pending (group
-//! commit) and workers hold the replies of those commands back until then
-//! ([`Aof::synced`]), without blocking their threads.
+//! the command still holds its shard locks: each execution unit gets a
+//! sequence number there, so the order of the log is the order of the
+//! effects on every key, and a cut taken with every shard locked (a
+//! rewrite) splits the stream exactly at a number. Units are staged per
+//! worker and merged by number by the writer thread ([`run_writer`]; see
+//! [`feed`] for why that order is right); with `appendfsync always` it
+//! fsyncs once for everything pending (group commit) and workers hold the
+//! replies of those commands back until then ([`Aof::synced`]), without
+//! blocking their threads.
 //!
 //! A rewrite ([`rewrite`]) opens a new incremental file at a cut and writes
 //! a new base from the data at that same cut, then swaps the manifest.
 
 pub mod check;
+pub mod feed;
 pub mod load;
 pub mod manifest;
 pub mod reader;
@@ -30,6 +33,8 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 
 use crate::server::Server;
+pub use feed::Unit;
+use feed::{Merger, Slot};
 use manifest::Manifest;
 
 /// `appendfsync` policies.
@@ -60,29 +65,25 @@ const ON: u8 = 1;
 /// nothing is logged until its cut.
 const WAIT_REWRITE: u8 = 2;
 
-/// Under `appendfsync everysec|no` the writer lets fed bytes gather for up
-/// to this long, or this many bytes, before writing them out (Redis writes
-/// once per event-loop iteration, which batches the same way).
+/// Under `appendfsync everysec|no` the writer lets fed units gather for up
+/// to this long before writing them out (Redis writes once per event-loop
+/// iteration, which batches the same way).
 const BATCH_DELAY: Duration = Duration::from_millis(1);
-const BATCH_BYTES: usize = 256 * 1024;
 
 /// One effect of a command for the log: the database it applies to and the
 /// command, RESP-encoded.
 pub type Op = (usize, Vec<u8>);
 
-/// Bytes fed but not yet written, and what the writer must do with them.
+/// What the writer must do next (the units themselves wait in slots).
 struct Feed {
-    buf: Vec<u8>,
-    /// The database the log's reader has selected (None: unknown, so the
-    /// next command is preceded by SELECT).
-    selected_db: Option<usize>,
-    /// Total bytes ever fed: the offset just after `buf`.
-    total: u64,
-    /// A rewrite's cut: the bytes of `buf` from this position on go to this
-    /// new incremental file.
-    switch: Option<(usize, File)>,
-    /// Close the file after writing what is left (appendonly no).
-    close: bool,
+    /// A slot went from empty to holding units since the writer's last
+    /// take.
+    fed: bool,
+    /// In the order they happened: at a rewrite's cut, units numbered
+    /// from `.0` on go to the new incremental file `.1`; with None
+    /// (appendonly no), the file is closed once the units numbered below
+    /// `.0` are written, and the units after it are dropped.
+    events: Vec<(u64, Option<File>)>,
     /// Write and sync what is left, then end the writer thread (shutdown).
     stop: bool,
 }
@@ -91,10 +92,14 @@ struct Feed {
 pub struct Aof {
     state: AtomicU8,
     fsync: AtomicU8,
+    /// The next unit's sequence number (see [`feed`]).
+    seq: AtomicU64,
+    /// Staged units: one slot per worker, then one for other threads.
+    slots: Box<[Slot]>,
     feed: Mutex<Feed>,
     feed_cond: Condvar,
-    /// Fed bytes known to be durable as the policy asks: replies of
-    /// commands fed before this offset may be sent.
+    /// Units known to be durable as the policy asks: replies of commands
+    /// whose units are numbered below this may be sent.
     synced: AtomicU64,
     /// Per worker: it holds replies waiting for `synced` to advance.
     waiting: Vec<AtomicBool>,
@@ -131,12 +136,11 @@ impl Aof {
         Aof {
             state: AtomicU8::new(OFF),
             fsync: AtomicU8::new(Fsync::EverySec as u8),
+            seq: AtomicU64::new(0),
+            slots: (0..=workers).map(|_| Slot::default()).collect(),
             feed: Mutex::new(Feed {
-                buf: Vec::new(),
-                selected_db: None,
-                total: 0,
-                switch: None,
-                close: false,
+                fed: false,
+                events: Vec::new(),
                 stop: false,
             }),
             feed_cond: Condvar::new(),
@@ -185,57 +189,56 @@ impl Aof {
         self.fsync.store(p as u8, Ordering::Relaxed);
     }
 
-    /// Appends one execution unit's effects (a command, or a transaction)
-    /// to the log: wrapped in MULTI/EXEC when it has more than one, each
-    /// preceded by SELECT when its database differs from the last one.
-    /// Must be called with the unit's shard locks still held. Returns the
-    /// offset a reply must wait for under `appendfsync always` (0: none).
-    pub fn feed(&self, ops: &[Op]) -> u64 {
-        if ops.is_empty() || !self.is_logging() {
+    /// Appends one execution unit's effects (a command, or a transaction,
+    /// see [`Unit`]) to the log through staging slot `slot` (the worker's
+    /// index; any index is correct, its own is uncontended), and clears
+    /// it. Must be called with the unit's shard locks still held: the unit
+    /// takes its place in the log's order here. Returns what a reply must
+    /// wait for under `appendfsync always` (0: nothing).
+    pub fn feed(&self, slot: usize, unit: &mut Unit) -> u64 {
+        if unit.is_empty() {
             return 0;
         }
-        let mut f = self.feed.lock();
         if !self.is_logging() {
+            unit.clear();
             return 0;
         }
-        let start = f.buf.len();
-        // The writer only sleeps on an empty buffer (see `run_writer`).
-        let wake = start == 0;
-        let wrap = ops.len() > 1;
-        if wrap {
-            select(&mut f, ops[0].0);
-            f.buf.extend_from_slice(b"*1\r\n$5\r\nMULTI\r\n");
-        }
-        for (db, cmd) in ops {
-            select(&mut f, *db);
-            f.buf.extend_from_slice(cmd);
-        }
-        if wrap {
-            f.buf.extend_from_slice(b"*1\r\n$4\r\nEXEC\r\n");
-        }
-        f.total += (f.buf.len() - start) as u64;
-        let total = f.total;
-        drop(f);
-        if wake {
+        let slot = &self.slots[slot.min(self.slots.len() - 1)];
+        let (seq, was_empty) = slot.stage(unit, || self.seq.fetch_add(1, Ordering::SeqCst));
+        if was_empty {
+            // The writer sleeps until a slot gets units (see `run_writer`).
+            self.feed.lock().fed = true;
             self.feed_cond.notify_one();
         }
         if self.fsync_policy() == Fsync::Always {
-            total
+            seq + 1
         } else {
             0
         }
     }
 
-    /// The offset up to which replies may be sent.
+    /// [`Aof::feed`] of a unit of one command, from a thread that is not a
+    /// worker (active expiry) or outside dispatch (serving a blocked
+    /// client): through the shared slot.
+    pub fn feed_command<A: AsRef<[u8]>>(&self, db: usize, cmd: &[A]) -> u64 {
+        if !self.is_logging() {
+            return 0;
+        }
+        let mut unit = Unit::default();
+        unit.push_command(db, cmd);
+        self.feed(self.slots.len() - 1, &mut unit)
+    }
+
+    /// The unit number up to which replies may be sent.
     pub fn synced(&self) -> u64 {
         self.synced.load(Ordering::SeqCst)
     }
 
-    /// Under `appendfsync always`, the offset of everything fed so far (a
-    /// reply sent now must wait for it); 0 otherwise.
+    /// Under `appendfsync always`, what a reply sent now must wait for:
+    /// every unit fed so far; 0 otherwise.
     pub fn wait_offset_now(&self) -> u64 {
         if self.is_logging() && self.fsync_policy() == Fsync::Always {
-            self.feed.lock().total
+            self.seq.load(Ordering::SeqCst)
         } else {
             0
         }
@@ -338,7 +341,7 @@ impl Aof {
         if !self.is_enabled() {
             return Vec::new();
         }
-        let pending = self.feed.lock().buf.len();
+        let pending: usize = self.slots.iter().map(Slot::len).sum();
         vec![
             (
                 "aof_current_size",
@@ -361,22 +364,8 @@ impl Aof {
 /// called while the key's shard is still locked, so the deletion takes its
 /// place among the commands on that key.
 pub fn log_deletion(server: &Server, db: usize, key: &[u8], lazy: bool) {
-    if server.aof.is_logging() {
-        let name: &[u8] = if lazy { b"UNLINK" } else { b"DEL" };
-        let mut bytes = Vec::new();
-        reader::encode(&mut bytes, &[name, key]);
-        server.aof.feed(&[(db, bytes)]);
-    }
-}
-
-/// Appends SELECT when the log's selected database is not `db`.
-fn select(f: &mut Feed, db: usize) {
-    if f.selected_db != Some(db) {
-        let mut num = itoa::Buffer::new();
-        let db_s = num.format(db);
-        reader::encode(&mut f.buf, &[b"SELECT", db_s.as_bytes()]);
-        f.selected_db = Some(db);
-    }
+    let name: &[u8] = if lazy { b"UNLINK" } else { b"DEL" };
+    server.aof.feed_command(db, &[name, key]);
 }
 
 /// The AOF directory.
@@ -485,17 +474,18 @@ pub fn config_changed(server: &Server) {
     } else if !want && state != OFF {
         aof.state.store(OFF, Ordering::SeqCst);
         let mut f = aof.feed.lock();
-        f.close = true;
-        f.selected_db = None;
+        let at = aof.seq.load(Ordering::SeqCst);
+        f.events.push((at, None));
         drop(f);
         aof.feed_cond.notify_one();
     }
 }
 
-/// The writer thread: writes fed bytes to the current incremental file,
-/// switching files at a rewrite's cut, fsyncing per policy, and wakes the
-/// workers that hold replies for the fsync. Runs until shutdown; what is
-/// fed before then is written and synced.
+/// The writer thread: takes the units staged in the slots, merges them
+/// into the log's order ([`Merger`]), writes them to the current
+/// incremental file, switching files at a rewrite's cut, fsyncs per
+/// policy, and wakes the workers that hold replies for the fsync. Runs
+/// until shutdown; what is fed before then is written and synced.
 ///
 /// A failed write keeps the bytes not written and retries them, before
 /// anything newer, with the next batch or after a second (writes are
@@ -507,26 +497,25 @@ pub fn run_writer(server: Arc<Server>) {
     let aof = &server.aof;
     let mut last_fsync = Instant::now();
     let mut dirty_since_fsync = false;
-    let mut unwritten: Vec<u8> = Vec::new();
+    let mut merger = Merger::new(aof.slots.len());
+    // Merged bytes not yet written: empty after every successful round.
+    let mut data: Vec<u8> = Vec::new();
     loop {
-        let (fed, switch, total, close, stop) = {
+        let (events, stop) = {
             let mut f = aof.feed.lock();
-            let idle = |f: &Feed| f.buf.is_empty() && f.switch.is_none() && !f.close && !f.stop;
-            let urgent = |f: &Feed| f.switch.is_some() || f.close || f.stop;
-            if !unwritten.is_empty() {
+            let urgent = |f: &Feed| !f.events.is_empty() || f.stop;
+            let idle = |f: &Feed| !f.fed && !urgent(f);
+            if !data.is_empty() {
                 if idle(&f) {
                     aof.feed_cond.wait_for(&mut f, Duration::from_secs(1));
                 }
-            } else if aof.fsync_policy() != Fsync::Always
-                && !f.buf.is_empty()
-                && f.buf.len() < BATCH_BYTES
-                && !urgent(&f)
-            {
-                // No one waits for these bytes: let a batch gather so one
+            } else if aof.fsync_policy() != Fsync::Always && f.fed && !urgent(&f) {
+                // No one waits for these units: let a batch gather so one
                 // write() carries many commands (perf: a write per few
                 // commands, and waking this thread per command, cost the
                 // workers a fifth of their throughput under everysec).
-                aof.feed_cond.wait_for(&mut f, BATCH_DELAY);
+                let deadline = Instant::now() + BATCH_DELAY;
+                while !urgent(&f) && !aof.feed_cond.wait_until(&mut f, deadline).timed_out() {}
             } else {
                 while idle(&f) {
                     let wait = if dirty_since_fsync {
@@ -540,35 +529,53 @@ pub fn run_writer(server: Arc<Server>) {
                     aof.feed_cond.wait_for(&mut f, wait);
                 }
             }
-            let data = std::mem::take(&mut f.buf);
-            let close = std::mem::take(&mut f.close);
-            (data, f.switch.take(), f.total, close, f.stop)
+            f.fed = false;
+            (std::mem::take(&mut f.events), f.stop)
         };
-        let retried = unwritten.len();
-        let data = if retried == 0 {
-            fed
-        } else {
-            let mut d = std::mem::take(&mut unwritten);
-            d.extend_from_slice(&fed);
-            d
-        };
-        let mut file_slot = aof.file.lock();
-        let mut done = 0usize;
-        if let Some((at, new_file)) = switch {
-            done = write_out(aof, file_slot.as_mut(), &data[..retried + at]);
-            if let Some(old) = file_slot.as_mut() {
-                let _ = old.sync_data();
-            }
-            *file_slot = Some(new_file);
-        }
-        done += write_out(aof, file_slot.as_mut(), &data[done..]);
-        unwritten.extend_from_slice(&data[done..]);
-        if done > 0 {
-            dirty_since_fsync = true;
-            aof.current_size.fetch_add(done as u64, Ordering::Relaxed);
-        }
+        // Read before taking the slots: every unit numbered below it is
+        // staged by now (see `feed`).
+        let limit = aof.seq.load(Ordering::SeqCst);
+        merger.take(&aof.slots);
         let policy = aof.fsync_policy();
-        if !unwritten.is_empty() && policy == Fsync::Always {
+        let mut file_slot = aof.file.lock();
+        let mut wrote = 0usize;
+        for (at, next) in events {
+            merger.emit_until(at, &mut data);
+            let done = write_out(aof, file_slot.as_mut(), &data);
+            data.drain(..done);
+            wrote += done;
+            match next {
+                Some(new_file) => {
+                    // A rewrite's cut: the units from `at` on go to the new
+                    // incremental file, which starts without a SELECT.
+                    if let Some(old) = file_slot.as_mut() {
+                        let _ = old.sync_data();
+                    }
+                    *file_slot = Some(new_file);
+                }
+                None => {
+                    // appendonly no: what was fed before is synced, the
+                    // file closed, and anything left unwritten dropped.
+                    if let Some(Err(e)) = file_slot.as_mut().map(|f| f.sync_data()) {
+                        aof.record_write_error(&e);
+                    }
+                    *file_slot = None;
+                    data.clear();
+                }
+            }
+            merger.selected_db = None;
+            last_fsync = Instant::now();
+            dirty_since_fsync = false;
+        }
+        merger.emit_until(limit, &mut data);
+        let done = write_out(aof, file_slot.as_mut(), &data);
+        data.drain(..done);
+        wrote += done;
+        if wrote > 0 {
+            dirty_since_fsync = true;
+            aof.current_size.fetch_add(wrote as u64, Ordering::Relaxed);
+        }
+        if !data.is_empty() && policy == Fsync::Always {
             tracing::error!("Can't recover from AOF write error when the AOF fsync policy is 'always'. Exiting...");
             std::process::exit(1);
         }
@@ -577,7 +584,7 @@ pub fn run_writer(server: Arc<Server>) {
             Fsync::EverySec => dirty_since_fsync && last_fsync.elapsed() >= Duration::from_secs(1),
             Fsync::No => false,
         };
-        if due || ((close || stop) && dirty_since_fsync) {
+        if due || (stop && dirty_since_fsync) {
             if let Some(Err(e)) = file_slot.as_mut().map(|f| f.sync_data()) {
                 if policy == Fsync::Always {
                     tracing::error!("Can't persist AOF for fsync error when the AOF fsync policy is 'always': {e}. Exiting...");
@@ -588,15 +595,12 @@ pub fn run_writer(server: Arc<Server>) {
             last_fsync = Instant::now();
             dirty_since_fsync = false;
         }
-        if close {
-            *file_slot = None;
-            unwritten.clear();
-        }
         drop(file_slot);
-        aof.synced
-            .store(total - unwritten.len() as u64, Ordering::SeqCst);
+        if data.is_empty() {
+            aof.synced.store(limit, Ordering::SeqCst);
+        }
         wake_waiting_workers(&server);
-        if stop && aof.feed.lock().buf.is_empty() {
+        if stop && merger.is_empty() && aof.slots.iter().all(|s| s.len() == 0) {
             return;
         }
     }

@@ -264,9 +264,11 @@ fn at_cut(server: &Server, m: &mut Manifest, prefix: &str) -> std::io::Result<bo
     persist_manifest(server, m)?;
     tracing::info!("Creating AOF incr file {incr} on background rewrite");
     let mut f = aof.feed.lock();
-    let at = f.buf.len();
-    f.switch = Some((at, file));
-    f.selected_db = None;
+    // Every shard is locked: the units numbered below this ran before the
+    // cut, the others will run after it.
+    let at = aof.seq.load(Ordering::SeqCst);
+    f.events.push((at, Some(file)));
+    aof.feed_cond.notify_one();
     let _ = aof
         .state
         .compare_exchange(WAIT_REWRITE, ON, Ordering::SeqCst, Ordering::SeqCst);

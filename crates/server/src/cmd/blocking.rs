@@ -630,11 +630,7 @@ pub(crate) fn serve_waiter(
 /// Logs what serving a waiter did, as its own unit, while the view still
 /// holds the keys' shards.
 fn feed_served(server: &Server, db: usize, cmd: &[Vec<u8>]) {
-    if server.aof.is_logging() {
-        let mut bytes = Vec::new();
-        crate::aof::reader::encode(&mut bytes, cmd);
-        server.aof.feed(&[(db, bytes)]);
-    }
+    server.aof.feed_command(db, cmd);
 }
 
 /// Records a write made while serving a waiter: WATCHers of the key are

@@ -359,9 +359,6 @@ pub struct Ctx<'a> {
     /// (Redis's `rewriteClientCommandVector` / `alsoPropagate`): filled by
     /// [`Ctx::propagate`], None for "as executed".
     pub effects: Option<Vec<crate::aof::Op>>,
-    /// The execution unit's effects so far (a command, or a transaction's
-    /// commands), handed to the AOF by dispatch under the unit's locks.
-    pub unit: smallvec::SmallVec<[crate::aof::Op; 1]>,
 }
 
 impl Ctx<'_> {
