@@ -4,7 +4,9 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{
+    AtomicBool, AtomicI64, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -50,6 +52,12 @@ pub struct ClientShared {
     pub qbuf_free: AtomicUsize,
     pub omem: AtomicUsize,
     pub multi_len: AtomicUsize,
+    /// Bytes the queued MULTI commands hold (CLIENT LIST `multi-mem`).
+    pub multi_mem: AtomicUsize,
+    /// Everything this client holds as last accounted by its worker
+    /// (CLIENT LIST `tot-mem`, `maxmemory-clients`); see
+    /// [`ClientRegistry::account`].
+    pub tot_mem: AtomicUsize,
     pub watch_count: AtomicUsize,
     /// Set by CLIENT KILL; the owning worker closes the connection.
     pub killed: AtomicBool,
@@ -76,6 +84,8 @@ impl ClientShared {
             qbuf_free: AtomicUsize::new(0),
             omem: AtomicUsize::new(0),
             multi_len: AtomicUsize::new(0),
+            multi_mem: AtomicUsize::new(0),
+            tot_mem: AtomicUsize::new(0),
             watch_count: AtomicUsize::new(0),
             killed: AtomicBool::new(false),
         }
@@ -156,7 +166,7 @@ impl ClientShared {
         let _ = write!(
             s,
             "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} \
-             qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp=0 obl=0 oll=0 omem={} tot-mem={} \
+             qbuf={} qbuf-free={} argv-mem=0 multi-mem={} rbs={} rbp=0 obl=0 oll=0 omem={} tot-mem={} \
              events={} cmd={} user=default redir=-1 resp={}",
             self.id,
             self.addr,
@@ -170,9 +180,10 @@ impl ClientShared {
             multi,
             qbuf,
             self.qbuf_free.load(Ordering::Relaxed),
+            self.multi_mem.load(Ordering::Relaxed),
             qbuf + self.qbuf_free.load(Ordering::Relaxed),
             omem,
-            qbuf + omem,
+            self.tot_mem.load(Ordering::Relaxed).max(qbuf + omem),
             if omem > 0 { "rw" } else { "r" },
             self.last_cmd(),
             self.resp.load(Ordering::Relaxed),
@@ -190,6 +201,10 @@ pub struct ClientRegistry {
     /// accepted ones still on their way to a worker (the registry alone
     /// would let a burst of connections through before any is added).
     slots: AtomicUsize,
+    /// Sum of every client's [`ClientShared::tot_mem`]: what
+    /// `maxmemory-clients` is compared with. Signed because the owner and
+    /// an evicting thread may briefly apply their changes out of order.
+    mem_total: AtomicI64,
 }
 
 impl ClientRegistry {
@@ -220,6 +235,31 @@ impl ClientRegistry {
         let _ = self
             .slots
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+    }
+
+    /// Records `mem` as what client `c` now holds, keeping the total in
+    /// step; returns true when the figure grew. Called by the owning worker
+    /// whenever the client's buffers may have changed size.
+    pub fn account(&self, c: &ClientShared, mem: usize) -> bool {
+        if c.tot_mem.load(Ordering::Relaxed) == mem {
+            return false;
+        }
+        let old = c.tot_mem.swap(mem, Ordering::Relaxed);
+        self.mem_total
+            .fetch_add(mem as i64 - old as i64, Ordering::Relaxed);
+        mem > old
+    }
+
+    /// Takes client `c` out of the memory total (on disconnect or
+    /// eviction); harmless when repeated.
+    pub fn unaccount(&self, c: &ClientShared) {
+        let old = c.tot_mem.swap(0, Ordering::Relaxed);
+        self.mem_total.fetch_sub(old as i64, Ordering::Relaxed);
+    }
+
+    /// Bytes all clients hold together, as last accounted.
+    pub fn memory_total(&self) -> u64 {
+        self.mem_total.load(Ordering::Relaxed).max(0) as u64
     }
 
     /// Removes a client on disconnect, freeing its `maxclients` slot.

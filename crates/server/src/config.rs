@@ -460,6 +460,9 @@ pub struct HotConfig {
     pub lazyfree_lazy_user_flush: AtomicBool,
     pub lazyfree_lazy_eviction: AtomicBool,
     pub lazyfree_lazy_expire: AtomicBool,
+    /// `maxmemory-clients`: bytes, or a percentage of `maxmemory` stored
+    /// negated (Redis's own encoding); 0 is off.
+    pub maxmemory_clients: AtomicI64,
     pub maxmemory_samples: AtomicU64,
     pub maxmemory_eviction_tenacity: AtomicU64,
     pub lfu_log_factor: AtomicU64,
@@ -876,6 +879,13 @@ impl Config {
             .store(self.flag("lazyfree-lazy-eviction"), Ordering::Relaxed);
         h.lazyfree_lazy_expire
             .store(self.flag("lazyfree-lazy-expire"), Ordering::Relaxed);
+        let clients = self.raw("maxmemory-clients");
+        let clients = match clients.strip_suffix('%') {
+            Some(pct) => pct.parse::<i64>().map(|v| -v),
+            None => clients.parse::<i64>(),
+        };
+        h.maxmemory_clients
+            .store(clients.unwrap_or(0), Ordering::Relaxed);
         h.maxmemory_samples
             .store(u("maxmemory-samples"), Ordering::Relaxed);
         h.maxmemory_eviction_tenacity
@@ -1001,6 +1011,24 @@ impl Config {
     /// `lazyfree-lazy-user-del`.
     pub fn lazyfree_lazy_user_del(&self) -> bool {
         self.hot.lazyfree_lazy_user_del.load(Ordering::Relaxed)
+    }
+    /// The client eviction limit in bytes that `maxmemory-clients` works
+    /// out to, 0 when client eviction is off: a percentage counts only
+    /// while `maxmemory` is set, and any limit is raised to at least
+    /// 128 KiB so that a bad setting cannot cut every client off (as
+    /// Redis's `getClientEvictionLimit`).
+    pub fn client_eviction_limit(&self) -> u64 {
+        const MIN: u64 = 128 * 1024;
+        let v = self.hot.maxmemory_clients.load(Ordering::Relaxed);
+        let maxmemory = self.maxmemory();
+        let limit = if v < 0 && maxmemory > 0 {
+            (maxmemory as f64 * (-v) as f64 / 100.0) as u64
+        } else if v > 0 {
+            v as u64
+        } else {
+            return 0;
+        };
+        limit.max(MIN)
     }
     /// `appendonly`.
     pub fn appendonly(&self) -> bool {
@@ -1257,15 +1285,27 @@ fn normalise_special(name: &str, raw: &str) -> Result<String, String> {
             Ok(words.join(" "))
         }
         "maxmemory-clients" => {
-            if let Some(pct) = raw.strip_suffix('%') {
-                return match vireo_resp::number::parse_i64(pct.as_bytes()) {
-                    Some(v) if (0..=100).contains(&v) => Ok(raw.to_string()),
-                    _ => Err("argument must be a memory or percent value".into()),
+            const BAD: &str = "argument must be a memory or percent value";
+            if let Some(bytes) = parse_memory(raw) {
+                return match i64::try_from(bytes) {
+                    Ok(v) => Ok(v.to_string()),
+                    Err(_) => Err(format!(
+                        "argument must be between -100 and {} inclusive",
+                        i64::MAX
+                    )),
                 };
             }
-            parse_memory(raw)
-                .map(|v| v.to_string())
-                .ok_or_else(|| "argument must be a memory or percent value".into())
+            // A percentage of maxmemory: `N%` with N a plain non-negative
+            // integer; 0% is the same as 0 (off).
+            let pct = raw.strip_suffix('%').filter(|p| !p.is_empty()).ok_or(BAD)?;
+            match vireo_resp::number::parse_i64(pct.as_bytes()) {
+                Some(0) => Ok("0".into()),
+                Some(v) if (1..=100).contains(&v) => Ok(format!("{v}%")),
+                Some(v) if v > 100 => {
+                    Err("percentage argument must be less or equal to 100".into())
+                }
+                _ => Err(BAD.into()),
+            }
         }
         "shutdown-on-sigint" | "shutdown-on-sigterm" => {
             const OPTS: &[&str] = &["default", "save", "nosave", "now", "force"];

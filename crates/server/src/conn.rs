@@ -242,7 +242,18 @@ impl Conn {
                     let args = self.parser.args(rest);
                     if !args.is_empty() {
                         match dispatch::run(server, &mut self.session, &mut self.out, args) {
-                            Outcome::Done => {}
+                            Outcome::Done => {
+                                // With `maxmemory-clients` on, a client is
+                                // checked after every command, as Redis
+                                // checks before the next one: one whose
+                                // command took it over the limit is cut off
+                                // before running more of its pipeline.
+                                if server.config.hot.maxmemory_clients.load(Ordering::Relaxed) != 0
+                                {
+                                    self.account(server);
+                                    crate::client_evict::evict_clients(server);
+                                }
+                            }
                             Outcome::Postponed => {
                                 self.paused = true;
                                 self.session.shared.set_flag(cflags::BLOCKED, true);
@@ -291,7 +302,30 @@ impl Conn {
         shared
             .qbuf_free
             .store(self.input.buf.len() - self.input.end, Ordering::Relaxed);
+        self.account(server);
         Ok(())
+    }
+
+    /// Bytes this connection holds, counted as Redis's
+    /// `getClientMemoryUsage` counts a client: the query buffer and the
+    /// output buffer as allocated, the connection's own structure, the
+    /// queued transaction and the WATCH list. Arguments are slices of the
+    /// query buffer here, so they are already in it.
+    pub fn memory_usage(&self) -> usize {
+        std::mem::size_of::<Conn>()
+            + self.input.buf.capacity()
+            + self.out.capacity()
+            + self.session.multi_memory()
+    }
+
+    /// Publishes [`Self::memory_usage`] to the client registry (CLIENT LIST
+    /// `tot-mem`, the `maxmemory-clients` total); true when it grew.
+    pub fn account(&self, server: &Server) -> bool {
+        let shared = &self.session.shared;
+        shared
+            .multi_mem
+            .store(self.session.multi_memory(), Ordering::Relaxed);
+        server.clients.account(shared, self.memory_usage())
     }
 
     /// Writes as much pending output as the socket takes. Err when the

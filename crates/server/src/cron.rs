@@ -42,6 +42,8 @@ pub fn run(server: Arc<Server>) {
         crate::rdb::cron(&server);
         // Carries on an eviction a command's time budget cut short.
         crate::evict::perform_evictions(&server);
+        // Catches up on client memory the workers have not acted on yet.
+        crate::client_evict::evict_clients(&server);
         let used = alloc::used_memory() as u64;
         server.used_memory_peak.fetch_max(used, Ordering::Relaxed);
         server.metrics.rates.sample_if_due(&server.worker_stats);

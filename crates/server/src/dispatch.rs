@@ -86,6 +86,10 @@ pub fn run(server: &Server, session: &mut Session, out: &mut ReplyBuf, args: Arg
         } else {
             let multi = session.multi.as_mut().expect("in multi");
             multi.queue.push((cmd, args.to_owned()));
+            multi.args_mem += args
+                .iter()
+                .map(|a| a.len() + 2 * std::mem::size_of::<usize>())
+                .sum::<usize>();
             session
                 .shared
                 .multi_len

@@ -7,6 +7,7 @@ pub mod aof;
 pub mod blocking;
 pub mod check_rdb;
 pub mod client;
+pub mod client_evict;
 pub mod cmd;
 pub mod config;
 pub mod conn;

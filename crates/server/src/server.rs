@@ -189,6 +189,8 @@ pub struct Server {
     pub lazyfree: Arc<crate::lazyfree::LazyFree>,
     /// `maxmemory` eviction state.
     pub evictor: crate::evict::Evictor,
+    /// `maxmemory-clients` eviction state.
+    pub client_eviction: crate::client_evict::ClientEviction,
 }
 
 impl Server {
@@ -223,6 +225,7 @@ impl Server {
             aof: crate::aof::Aof::new(threads),
             lazyfree: lazyfree.clone(),
             evictor: crate::evict::Evictor::default(),
+            client_eviction: Default::default(),
         };
         server
             .keyspace
@@ -272,6 +275,7 @@ impl Server {
         self.keyspace.reset_stats();
         self.lazyfree.reset_stats();
         self.evictor.reset_stats();
+        self.client_eviction.reset_stats();
         for c in [
             &self.stats.total_connections_received,
             &self.stats.rejected_connections,

@@ -31,6 +31,9 @@ pub struct MultiState {
     pub queue: Vec<(CmdRef, OwnedArgs)>,
     /// A command failed to queue: EXEC must answer EXECABORT.
     pub aborted: bool,
+    /// Bytes the queued arguments hold (argument bytes plus their ranges),
+    /// for client memory accounting.
+    pub args_mem: usize,
 }
 
 /// State of one client connection.
@@ -108,5 +111,16 @@ impl Session {
     /// True inside MULTI.
     pub fn in_multi(&self) -> bool {
         self.multi.is_some()
+    }
+
+    /// Bytes the transaction being queued and the WATCH list hold, the
+    /// per-client state Redis's `multiStateMemOverhead` counts.
+    pub fn multi_memory(&self) -> usize {
+        let queued = self.multi.as_ref().map_or(0, |m| {
+            m.args_mem + m.queue.capacity() * std::mem::size_of::<(CmdRef, OwnedArgs)>()
+        });
+        let watched = self.watched.capacity() * std::mem::size_of::<(usize, Key)>()
+            + self.watched_expired.capacity();
+        queued + watched
     }
 }

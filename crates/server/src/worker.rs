@@ -334,6 +334,14 @@ impl Worker {
         if crate::conn::output_limit_reached(&server, &mut conn.session, used)
             || conn.flush(&server.worker_stats[self.id]).is_err()
         {
+            return self.close(idx);
+        }
+        // What the client holds now counts towards `maxmemory-clients`;
+        // this client may be the one evicted.
+        conn.account(&server);
+        if crate::client_evict::evict_clients(&server) > 0
+            && conn.session.shared.killed.load(Ordering::Relaxed)
+        {
             self.close(idx);
         }
     }
@@ -349,6 +357,7 @@ impl Worker {
                 .remove(&(b.waiter.deadline_ms, conn.session.id));
         }
         crate::dispatch::on_disconnect(&self.server, &mut conn.session);
+        self.server.clients.unaccount(&conn.session.shared);
         self.server.clients.remove(conn.session.id);
     }
 

@@ -389,6 +389,7 @@ fn no_evict(ctx: &mut Ctx<'_>, args: Args<'_>) {
     };
     ctx.session.no_evict = on;
     ctx.session.shared.set_flag(cflags::NO_EVICT, on);
+    ctx.server.client_eviction.changed();
     ctx.out.ok();
 }
 

@@ -52,6 +52,11 @@ fn set(ctx: &mut Ctx<'_>, args: Args<'_>) {
             if changed("maxmemory-policy") {
                 ctx.server.evictor.clear_pool();
             }
+            if changed("maxmemory-clients") || changed("maxmemory") {
+                // A lower limit takes effect at once, as in Redis.
+                ctx.server.client_eviction.changed();
+                crate::client_evict::evict_clients(ctx.server);
+            }
             if changed("appendonly") || changed("appendfsync") {
                 crate::aof::config_changed(ctx.server);
             }

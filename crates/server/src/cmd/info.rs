@@ -236,7 +236,8 @@ pub struct MemoryReport {
     /// estimates its resident memory by the same figure, so this is both
     /// Redis's allocator "active" and "resident").
     pub active: u64,
-    /// Client query and output buffers.
+    /// What clients hold: query and output buffers, connection state,
+    /// queued transactions.
     pub clients: u64,
     /// Estimated hash table overhead per non-empty database.
     pub dbs: Vec<DbOverhead>,
@@ -264,16 +265,9 @@ impl MemoryReport {
             .used_memory_peak
             .fetch_max(used, Ordering::Relaxed)
             .max(used);
-        let clients: u64 = server
-            .clients
-            .snapshot()
-            .iter()
-            .map(|c| {
-                (c.qbuf.load(Ordering::Relaxed)
-                    + c.qbuf_free.load(Ordering::Relaxed)
-                    + c.omem.load(Ordering::Relaxed)) as u64
-            })
-            .sum();
+        // What every client holds, as accounted for `maxmemory-clients`
+        // (Redis's `mem_clients_normal` is the same figure).
+        let clients = server.clients.memory_total();
         // Per key, the table holds the key handle and the entry; per key
         // with a TTL, the expiry index holds another key handle.
         let entry = (std::mem::size_of::<vireo_store::Key>()
@@ -551,7 +545,7 @@ fn stats_section(server: &Server, w: &mut Lines<'_>) {
         "expire_cycle_cpu_milliseconds",
     ]);
     w.kv("evicted_keys", ks.evicted_keys);
-    w.kv("evicted_clients", 0);
+    w.kv("evicted_clients", server.client_eviction.evicted());
     w.kv(
         "total_eviction_exceeded_time",
         server.evictor.total_exceeded_ms(),

@@ -69,6 +69,7 @@ fn multi(ctx: &mut Ctx<'_>, _args: Args<'_>) {
 /// Ends the transaction state without running it.
 fn leave_multi(session: &mut Session) -> Option<MultiState> {
     session.shared.set_flag(cflags::MULTI, false);
+    session.shared.multi_mem.store(0, Ordering::Relaxed);
     session.multi.take()
 }
 
