@@ -235,8 +235,8 @@ impl Server {
     }
 
     /// Passes the parameters the keyspace applies by itself (LFU tuning,
-    /// `lazyfree-lazy-expire`) on to it; called at start and after every
-    /// CONFIG SET.
+    /// `lazyfree-lazy-expire`, `lazyfree-lazy-server-del`) on to it; called
+    /// at start and after every CONFIG SET.
     pub fn apply_keyspace_config(&self) {
         let h = &self.config.hot;
         self.keyspace
@@ -246,6 +246,8 @@ impl Server {
             });
         self.keyspace
             .set_lazy_expire(h.lazyfree_lazy_expire.load(Ordering::Relaxed));
+        self.keyspace
+            .set_lazy_server_del(self.config.flag("lazyfree-lazy-server-del"));
     }
 
     /// Wraps the server in the `Arc` every thread shares, remembering it so

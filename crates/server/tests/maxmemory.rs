@@ -562,6 +562,55 @@ fn lazy_expire_and_lazy_eviction_free_in_the_background() {
     assert!(used <= limit + SLACK, "used {used}, limit {limit}");
 }
 
+/// Values the server replaces or deletes on its own account (SET over a
+/// key, a *STORE destination, RESTORE REPLACE, RENAME's destination) are
+/// freed in place unless `lazyfree-lazy-server-del` is on.
+#[test]
+fn lazy_server_del_frees_overwritten_values_in_the_background() {
+    let srv = common::Server::start(&[]);
+    let mut con = srv.conn();
+    let lazyfreed = |con: &mut redis::Connection| info_u64(con, "memory", "lazyfreed_objects");
+    big_set(&mut con, "a", 1000);
+    let _: () = redis::cmd("SET").arg("a").arg("x").query(&mut con).unwrap();
+    assert_eq!(lazyfreed(&mut con), 0, "off: freed in place");
+    config_set(&mut con, "lazyfree-lazy-server-del", "yes");
+    let overwrites: [&[&str]; 4] = [
+        &["SET", "a", "x"],
+        &["SUNIONSTORE", "a", "nosuchkey"],
+        &["RENAME", "b", "a"],
+        &["SORT", "b", "ALPHA", "STORE", "a"],
+    ];
+    for (i, cmd) in overwrites.iter().enumerate() {
+        let _: i64 = redis::cmd("DEL").arg("a").arg("b").query(&mut con).unwrap();
+        big_set(&mut con, "a", 1000);
+        big_set(&mut con, "b", 10);
+        let _: redis::Value = redis::cmd(cmd[0]).arg(&cmd[1..]).query(&mut con).unwrap();
+        wait_for(
+            || lazyfreed(&mut con) == i as u64 + 1,
+            &format!("{cmd:?} to free the old value lazily"),
+        );
+    }
+    // Small values and strings are still freed in place.
+    let _: () = redis::cmd("SET").arg("a").arg("y").query(&mut con).unwrap();
+    let _: () = redis::cmd("SET").arg("a").arg("z").query(&mut con).unwrap();
+    let _: i64 = redis::cmd("DEL").arg("a").query(&mut con).unwrap();
+    big_set(&mut con, "a", 10);
+    let _: () = redis::cmd("SET").arg("a").arg("x").query(&mut con).unwrap();
+    assert_eq!(lazyfreed(&mut con), 4);
+    // RESTORE REPLACE deletes the old value as the server.
+    let dump: Vec<u8> = redis::cmd("DUMP").arg("a").query(&mut con).unwrap();
+    let _: i64 = redis::cmd("DEL").arg("a").query(&mut con).unwrap();
+    big_set(&mut con, "a", 1000);
+    let _: () = redis::cmd("RESTORE")
+        .arg("a")
+        .arg(0)
+        .arg(dump)
+        .arg("REPLACE")
+        .query(&mut con)
+        .unwrap();
+    wait_for(|| lazyfreed(&mut con) == 5, "RESTORE REPLACE");
+}
+
 #[test]
 fn info_memory_reports_every_redis_field() {
     let srv = common::Server::start(&["--maxmemory", "100mb", "--maxmemory-policy", "allkeys-lru"]);

@@ -62,25 +62,40 @@ impl Default for LfuTuning {
 /// free thread).
 pub type BackgroundFree = Box<dyn Fn(Value) + Send + Sync>;
 
-/// What happens to values the keyspace removes by itself (expiry): dropped
-/// in place, or, with `lazyfree-lazy-expire` on, handed to the background
-/// freer the server installed.
+/// What happens to values the keyspace removes on its own account: expired
+/// keys, and values the server overwrites or deletes implicitly (Redis's
+/// `dbOverwrite` and `dbDelete`: SET over a key, a *STORE destination,
+/// RESTORE REPLACE, a collection emptied by a pop). Dropped in place, or,
+/// with `lazyfree-lazy-expire` / `lazyfree-lazy-server-del` on, handed to
+/// the background freer the server installed.
 #[derive(Default)]
 pub struct Disposal {
     lazy_expire: AtomicBool,
+    lazy_server_del: AtomicBool,
     background: OnceLock<BackgroundFree>,
 }
 
 impl Disposal {
-    /// Frees an expired entry. A string is one or two allocations and
-    /// always freed in place; other values go to the background freer when
-    /// `lazyfree-lazy-expire` is on.
+    /// Frees an expired entry (`lazyfree-lazy-expire`).
     fn expired(&self, entry: Entry) {
+        self.dispose(entry, &self.lazy_expire);
+    }
+
+    /// Frees an entry the server overwrote or deleted implicitly
+    /// (`lazyfree-lazy-server-del`).
+    fn server_deleted(&self, entry: Entry) {
+        self.dispose(entry, &self.lazy_server_del);
+    }
+
+    /// A string is one or two allocations and always freed in place; other
+    /// values go to the background freer when `lazy` is on (which frees
+    /// small ones in place too).
+    fn dispose(&self, entry: Entry, lazy: &AtomicBool) {
         if matches!(entry.value(), ValueRef::Str(_)) {
             return;
         }
         match self.background.get() {
-            Some(free) if self.lazy_expire.load(Ordering::Relaxed) => free(entry.into_value()),
+            Some(free) if lazy.load(Ordering::Relaxed) => free(entry.into_value()),
             _ => drop(entry),
         }
     }
@@ -294,6 +309,12 @@ impl Keyspace {
     /// `lazyfree-lazy-expire`: expired values go to the background freer.
     pub fn set_lazy_expire(&self, on: bool) {
         self.disposal.lazy_expire.store(on, Ordering::Relaxed);
+    }
+
+    /// `lazyfree-lazy-server-del`: values the server overwrites or deletes
+    /// implicitly go to the background freer.
+    pub fn set_lazy_server_del(&self, on: bool) {
+        self.disposal.lazy_server_del.store(on, Ordering::Relaxed);
     }
 
     /// Locks shard `i` if no one holds it (eviction never waits).
@@ -722,43 +743,60 @@ impl<'a> Keys<'a> {
         self.lookup(db, key, false, false, false).is_some()
     }
 
-    /// Stores `value` under `key`, dropping any TTL; returns the old entry.
-    pub fn set(&mut self, db: usize, key: &[u8], value: Value) -> Option<Entry> {
+    /// Stores `value` under `key`, dropping any TTL; true if it replaced a
+    /// key (whose value goes the way [`Disposal`] says).
+    pub fn set(&mut self, db: usize, key: &[u8], value: Value) -> bool {
         self.set_entry(db, key, Entry::with_key_value(key, value, None))
     }
 
     /// Stores the string `bytes` under `key` with expiry `expire_at` (Unix
-    /// ms, or none); returns the old entry. SET's path: the entry is built
-    /// straight from the bytes, TTL included.
-    pub fn set_str(
-        &mut self,
-        db: usize,
-        key: &[u8],
-        bytes: &[u8],
-        expire_at: Option<u64>,
-    ) -> Option<Entry> {
+    /// ms, or none); true if it replaced a key. SET's path: the entry is
+    /// built straight from the bytes, TTL included.
+    pub fn set_str(&mut self, db: usize, key: &[u8], bytes: &[u8], expire_at: Option<u64>) -> bool {
         self.set_entry(db, key, Entry::with_key_str(key, bytes, expire_at))
     }
 
-    /// Stores `value` under `key`, keeping an existing TTL.
-    pub fn set_keep_ttl(&mut self, db: usize, key: &[u8], value: Value) -> Option<Entry> {
+    /// Stores `value` under `key`, keeping an existing TTL; true if it
+    /// replaced a key.
+    pub fn set_keep_ttl(&mut self, db: usize, key: &[u8], value: Value) -> bool {
         let now = self.now;
         let decay = self.ks.lfu_tuning().decay_minutes;
-        match self.lookup(db, key, true, false, false) {
+        let old = match self.lookup(db, key, true, false, false) {
             Some(e) => {
                 let mut fresh = Entry::with_key_value(key, value, e.expire_at());
                 fresh.stamp_new(now, Some(e), decay);
-                Some(std::mem::replace(e, fresh))
+                std::mem::replace(e, fresh)
             }
-            None => self.set_entry(db, key, Entry::with_key_value(key, value, None)),
+            None => return self.set_entry(db, key, Entry::with_key_value(key, value, None)),
+        };
+        self.ks.disposal.server_deleted(old);
+        true
+    }
+
+    /// Stores a whole entry (value and TTL) under `key`; true if it
+    /// replaced a key (whose value goes the way [`Disposal`] says). An
+    /// entry made with [`Entry::new`] counts as accessed now and inherits
+    /// the access counter of the entry it replaces; one taken out of the
+    /// keyspace (RENAME, MOVE) keeps its metadata.
+    pub fn set_entry(&mut self, db: usize, key: &[u8], entry: Entry) -> bool {
+        let old = self.put_entry(db, key, entry);
+        self.dispose_server_deleted(old)
+    }
+
+    /// Hands an entry the server replaced or deleted implicitly to the
+    /// keyspace's [`Disposal`]; true if there was one.
+    fn dispose_server_deleted(&self, old: Option<Entry>) -> bool {
+        match old {
+            Some(e) => {
+                self.ks.disposal.server_deleted(e);
+                true
+            }
+            None => false,
         }
     }
 
-    /// Stores a whole entry (value and TTL) under `key`; returns the old one.
-    /// An entry made with [`Entry::new`] counts as accessed now and inherits
-    /// the access counter of the entry it replaces; one taken out of the
-    /// keyspace (RENAME, MOVE) keeps its metadata.
-    pub fn set_entry(&mut self, db: usize, key: &[u8], entry: Entry) -> Option<Entry> {
+    /// [`Self::set_entry`], returning the replaced entry.
+    fn put_entry(&mut self, db: usize, key: &[u8], entry: Entry) -> Option<Entry> {
         let mut entry = entry.with_key(key);
         let hash = hash_key(key);
         let now = self.now;
@@ -789,12 +827,35 @@ impl<'a> Keys<'a> {
     }
 
     /// Deletes `key`; returns its entry if it existed (and was not expired).
+    /// For a user's deletion (DEL, UNLINK, GETDEL) or a move (RENAME,
+    /// MOVE), where the caller decides what becomes of the value.
     pub fn remove(&mut self, db: usize, key: &[u8]) -> Option<Entry> {
         let hash = hash_key(key);
         if self.expire_held(db, hash, key) {
             return None;
         }
         self.shard(hash).remove_entry(db, hash, key)
+    }
+
+    /// Deletes `key` on the server's own account (Redis's `dbDelete`: an
+    /// emptied collection, a *STORE destination, RESTORE or COPY REPLACE);
+    /// true if it existed. The value goes the way [`Disposal`] says.
+    pub fn delete(&mut self, db: usize, key: &[u8]) -> bool {
+        let old = self.remove(db, key);
+        self.dispose_server_deleted(old)
+    }
+
+    /// Deletes `key` because a command gave it a time already past (EXPIRE
+    /// or GETEX with such a time); true if it existed. The value goes the
+    /// way `lazyfree-lazy-expire` says.
+    pub fn delete_expired(&mut self, db: usize, key: &[u8]) -> bool {
+        match self.remove(db, key) {
+            Some(e) => {
+                self.ks.disposal.expired(e);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Sets the absolute expiry (Unix ms) of an existing key; false if the
@@ -1020,7 +1081,8 @@ mod tests {
     fn set_get_remove() {
         let ks = Keyspace::new(16, 8);
         let mut k = ks.lock_keys([&b"a"[..]]);
-        assert!(k.set(0, b"a", s(b"1")).is_none());
+        assert!(!k.set(0, b"a", s(b"1")));
+        assert!(k.set(0, b"a", s(b"1")));
         assert_eq!(k.get_read(0, b"a").unwrap().value(), s(b"1").as_ref());
         assert!(k.get_read(1, b"a").is_none());
         assert!(k.remove(0, b"a").is_some());

@@ -563,7 +563,7 @@ fn bitop(ctx: &mut Ctx<'_>, args: Args<'_>) {
             Value::Str(StrValue::Bytes { data, raw: true }),
         );
         ctx.modified(dest);
-    } else if ctx.keys.remove(ctx.db, dest).is_some() {
+    } else if ctx.keys.delete(ctx.db, dest) {
         ctx.modified(dest);
     }
     ctx.out.int(i64::try_from(len).unwrap_or(i64::MAX));

@@ -110,7 +110,7 @@ fn restore(ctx: &mut Ctx<'_>, args: Args<'_>) {
         }
         Err(PayloadError::BadData(_)) => return ctx.out.error("ERR Bad data format"),
     };
-    let deleted = o.replace && ctx.keys.remove(ctx.db, key).is_some();
+    let deleted = o.replace && ctx.keys.delete(ctx.db, key);
     let now = ctx.keys.now();
     let ttl = ttl as u64;
     let expire_at = match (ttl, o.absttl) {

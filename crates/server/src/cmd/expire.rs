@@ -180,7 +180,7 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: Args<'_>, form: &ExpireForm) {
         }
         // A time already reached deletes the key: a write like DEL.
         _ => {
-            ctx.keys.remove(ctx.db, key);
+            ctx.keys.delete_expired(ctx.db, key);
             let lazy = ctx.server.config.lazyfree_lazy_expire();
             ctx.propagate_del(key, lazy);
         }

@@ -227,7 +227,7 @@ fn hdel(ctx: &mut Ctx<'_>, args: Args<'_>) {
         },
     };
     if emptied {
-        ctx.keys.remove(ctx.db, key);
+        ctx.keys.delete(ctx.db, key);
     }
     if removed > 0 {
         ctx.modified(key);

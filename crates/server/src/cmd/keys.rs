@@ -385,7 +385,7 @@ fn copy(ctx: &mut Ctx<'_>, args: Args<'_>) {
         if !replace {
             return ctx.out.int(0);
         }
-        ctx.keys.remove(dst_db, dst);
+        ctx.keys.delete(dst_db, dst);
     }
     ctx.keys.set_entry(dst_db, dst, copied);
     modified_in(ctx, dst_db, dst);

@@ -235,7 +235,7 @@ fn pop_range<R>(
     let r = f(l.iter_end(end).take(n));
     l.truncate_end(end, n);
     if l.is_empty() {
-        keys.remove(db, key);
+        keys.delete(db, key);
     }
     Ok(Some(r))
 }
@@ -727,7 +727,7 @@ fn lrem(ctx: &mut Ctx<'_>, args: Args<'_>) {
     let empty = l.is_empty();
     out.int(removed as i64);
     if empty {
-        ctx.keys.remove(ctx.db, key);
+        ctx.keys.delete(ctx.db, key);
     }
     if removed > 0 {
         modified_by(ctx, key, removed);
@@ -753,7 +753,7 @@ fn ltrim(ctx: &mut Ctx<'_>, args: Args<'_>) {
     l.retain_range(keep.start, keep.len());
     let empty = l.is_empty();
     if empty {
-        ctx.keys.remove(ctx.db, key);
+        ctx.keys.delete(ctx.db, key);
     }
     ctx.out.ok();
     modified_by(ctx, key, before - keep.len());

@@ -213,7 +213,7 @@ fn srem(ctx: &mut Ctx<'_>, args: Args<'_>) {
         }
     };
     if emptied {
-        ctx.keys.remove(ctx.db, key);
+        ctx.keys.delete(ctx.db, key);
     }
     if removed > 0 {
         modified_n(ctx, key, removed);
@@ -284,7 +284,7 @@ fn spop_one(ctx: &mut Ctx<'_>, key: &[u8]) {
         }
     };
     if emptied {
-        ctx.keys.remove(ctx.db, key);
+        ctx.keys.delete(ctx.db, key);
     }
     // The random choice propagates as the removal it made.
     if let Some(m) = popped {
@@ -432,7 +432,7 @@ fn smove(ctx: &mut Ctx<'_>, args: Args<'_>) {
         return ctx.out.int(0);
     }
     if set.is_empty() {
-        ctx.keys.remove(ctx.db, src);
+        ctx.keys.delete(ctx.db, src);
     }
     ctx.modified(src);
     let added = match lookup(&mut ctx.keys, ctx.db, dst, false) {
@@ -572,7 +572,7 @@ fn store_result(ctx: &mut Ctx<'_>, dst: &[u8], set: Set) {
     if len > 0 {
         ctx.keys.set(ctx.db, dst, Value::Set(set));
         ctx.modified(dst);
-    } else if ctx.keys.remove(ctx.db, dst).is_some() {
+    } else if ctx.keys.delete(ctx.db, dst) {
         ctx.modified(dst);
     }
     ctx.out.int(len as i64);

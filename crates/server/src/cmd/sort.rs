@@ -438,7 +438,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: Args<'_>, readonly: bool) {
                 ctx.modified(dst);
                 ctx.dirty += out_len as u64 - 1;
                 ctx.signal_ready(dst);
-            } else if ctx.keys.remove(db, dst).is_some() {
+            } else if ctx.keys.delete(db, dst) {
                 ctx.modified(dst);
             }
             ctx.out.int(out_len as i64);

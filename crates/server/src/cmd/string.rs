@@ -462,7 +462,7 @@ fn getex(ctx: &mut Ctx<'_>, args: Args<'_>) {
     let absolute = opts.expire.is_some_and(|(kind, _)| kind.is_absolute());
     let changed = match expire_at {
         Some(at) if absolute && at <= now => {
-            let removed = ctx.keys.remove(ctx.db, key).is_some();
+            let removed = ctx.keys.delete_expired(ctx.db, key);
             if removed {
                 let lazy = ctx.server.config.lazyfree_lazy_expire();
                 ctx.propagate_del(key, lazy);

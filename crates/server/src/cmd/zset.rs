@@ -41,7 +41,7 @@ pub(crate) fn pop_members(
     };
     let popped = z.pop(max, count);
     if z.is_empty() {
-        keys.remove(db, key);
+        keys.delete(db, key);
     }
     Ok(Some(popped))
 }
@@ -250,7 +250,7 @@ fn reply_missing(out: &mut ReplyBuf, missing: Missing) {
 /// Deletes `key` if the write left its zset empty, then records the write.
 fn finish_write(ctx: &mut Ctx<'_>, key: &[u8], now_empty: bool) {
     if now_empty {
-        ctx.keys.remove(ctx.db, key);
+        ctx.keys.delete(ctx.db, key);
     }
     ctx.modified(key);
 }
@@ -883,7 +883,7 @@ fn range_generic(
 fn store_result(ctx: &mut Ctx<'_>, dst: &[u8], items: Vec<(Vec<u8>, f64)>) {
     let n = items.len();
     if n == 0 {
-        if ctx.keys.remove(ctx.db, dst).is_some() {
+        if ctx.keys.delete(ctx.db, dst) {
             ctx.modified(dst);
         }
         return ctx.out.int(0);
