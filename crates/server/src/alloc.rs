@@ -1,5 +1,10 @@
 //! A counting wrapper around mimalloc, so `used_memory` is exact.
 //!
+//! What is counted is the size of each block mimalloc hands out (its size
+//! class), not the size asked for: Redis counts `zmalloc_size`, the
+//! allocator's usable size, so `maxmemory` and bytes-per-key figures mean
+//! the same here as there, allocator rounding included.
+//!
 //! mimalloc is called directly rather than through the `mimalloc` crate,
 //! whose allocator always takes the aligned entry points: for the usual
 //! small alignments the plain `mi_malloc` path is shorter (callgrind: ~40
@@ -54,6 +59,50 @@ pub fn used_memory() -> usize {
 /// mimalloc's own aligned path checks each candidate block.)
 const PLAIN_ALIGN: usize = std::mem::size_of::<usize>();
 
+/// Largest request whose block size [`block_size`] works out itself;
+/// larger ones are rare and ask mimalloc.
+const SMALL_MAX: usize = 64 << 10;
+
+/// Bytes counted for the live block `ptr`, allocated for `size` bytes:
+/// its usable size. (A block `realloc` shrank in place counts as the class
+/// of its new size, slightly less than it holds; what is counted when it
+/// is freed is the same, so the total never drifts.)
+///
+/// # Safety
+/// `ptr` must be a live block from this allocator, asked for with `size`.
+#[inline]
+unsafe fn counted(ptr: *mut u8, size: usize) -> isize {
+    if size <= SMALL_MAX {
+        block_size(size) as isize
+    } else {
+        // SAFETY: the caller's contract.
+        unsafe { mi::mi_usable_size(ptr as *const c_void) as isize }
+    }
+}
+
+/// The size of the block mimalloc gives a request of `size` bytes, at most
+/// [`SMALL_MAX`] (its usable size), worked out without a call into C; a
+/// test checks it against `mi_usable_size` for every such size.
+/// mimalloc's size classes are one word, then even numbers of words up to
+/// 8 words (its build aligns blocks of two words or more to 16 bytes),
+/// then four classes per power of two: for a request of `w` words, with
+/// `b` the top bit of `w - 1`, the class is `(5 + k) << (b - 2)` words
+/// where `k` is the two bits of `w - 1` below `b`.
+#[inline]
+fn block_size(size: usize) -> usize {
+    let words = size.div_ceil(PLAIN_ALIGN);
+    if words <= 1 {
+        return PLAIN_ALIGN;
+    }
+    if words <= 8 {
+        return words.next_multiple_of(2) * PLAIN_ALIGN;
+    }
+    let below = words - 1;
+    let top = below.ilog2();
+    let quarter = (below >> (top - 2)) & 3;
+    ((5 + quarter) << (top - 2)) * PLAIN_ALIGN
+}
+
 /// True when `layout` can use mimalloc's unaligned entry points.
 fn plain(layout: &Layout) -> bool {
     layout.align() <= PLAIN_ALIGN
@@ -78,14 +127,17 @@ unsafe impl GlobalAlloc for Counting {
             }
         } as *mut u8;
         if !p.is_null() {
-            slot().fetch_add(layout.size() as isize, Ordering::Relaxed);
+            // SAFETY: `p` was just allocated for `layout.size()` bytes.
+            slot().fetch_add(unsafe { counted(p, layout.size()) }, Ordering::Relaxed);
         }
         p
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller's contract: `ptr` is live, from `layout`.
+        let bytes = unsafe { counted(ptr, layout.size()) };
         unsafe { mi::mi_free(ptr as *mut c_void) };
-        slot().fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        slot().fetch_sub(bytes, Ordering::Relaxed);
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
@@ -97,12 +149,15 @@ unsafe impl GlobalAlloc for Counting {
             }
         } as *mut u8;
         if !p.is_null() {
-            slot().fetch_add(layout.size() as isize, Ordering::Relaxed);
+            // SAFETY: `p` was just allocated for `layout.size()` bytes.
+            slot().fetch_add(unsafe { counted(p, layout.size()) }, Ordering::Relaxed);
         }
         p
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: the caller's contract: `ptr` is live, from `layout`.
+        let old = unsafe { counted(ptr, layout.size()) };
         let p = unsafe {
             let new = Layout::from_size_align_unchecked(new_size, layout.align());
             if plain(&new) {
@@ -112,10 +167,9 @@ unsafe impl GlobalAlloc for Counting {
             }
         } as *mut u8;
         if !p.is_null() {
-            slot().fetch_add(
-                new_size as isize - layout.size() as isize,
-                Ordering::Relaxed,
-            );
+            // SAFETY: `p` is the live block for `new_size` bytes.
+            let new = unsafe { counted(p, new_size) };
+            slot().fetch_add(new - old, Ordering::Relaxed);
         }
         p
     }
@@ -156,6 +210,25 @@ pub fn allocator_stats() -> AllocatorStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn block_sizes_are_mimallocs_size_classes() {
+        let mut bad = Vec::new();
+        let big = [100_000, 300_000, 1 << 20, 3_000_001, 40 << 20];
+        for size in (1..=SMALL_MAX + 1).chain(big) {
+            let layout = Layout::from_size_align(size, 8).unwrap();
+            // SAFETY: a valid non-zero layout, freed right after.
+            let p = unsafe { Counting.alloc(layout) };
+            // SAFETY: `p` is a live mimalloc block.
+            let usable = unsafe { mi::mi_usable_size(p as *const c_void) };
+            // SAFETY: `p` came from this allocator with this layout.
+            unsafe { Counting.dealloc(p, layout) };
+            if block_size(size) != usable && bad.len() < 10 {
+                bad.push((size, block_size(size), usable));
+            }
+        }
+        assert!(bad.is_empty(), "{bad:?}");
+    }
 
     #[test]
     fn committed_memory_covers_what_mimalloc_handed_out() {
