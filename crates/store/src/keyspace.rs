@@ -477,6 +477,9 @@ fn expire_sample(
             }
         });
     });
+    // Keys sharing a tag are found once per copy of the tag.
+    due.sort_unstable();
+    due.dedup();
     for k in &due {
         if let Some(e) = shard.remove_entry(db, hash_key(k), k) {
             shard.disposal.expired(e);

@@ -1,34 +1,36 @@
 //! Which keys of a table have a TTL, for active expiry and the `volatile-*`
 //! eviction policies, without a second copy of the keys.
 //!
-//! Redis keeps a second dictionary (`db->expires`) whose entries point at
-//! the keys; Vireo's first version kept a second table of key copies, about
-//! 47 bytes per key with a TTL. A [`TtlIndex`] records only the 32-bit hash
-//! the key table already stores per entry (with a count, as two keys of one
-//! shard may share it): about 20 bytes per key. Finding the keys behind a
-//! sampled hash is one bucket chain of the key table
-//! ([`crate::dict::Dict::with_hash`]), the same walk a lookup does.
+//! Redis keeps a second dictionary (`db->expires`, about 32 bytes per key
+//! with a TTL) whose entries point at the keys. A [`TtlIndex`] records only
+//! the low 32 bits of each such key's hash, in an open-addressing table of
+//! four-byte slots at most 7/8 full: 4.6 to 9 bytes per key. Two keys may
+//! share those bits, so the table is a multiset (a tag is stored once per
+//! key). Finding the keys behind a sampled tag is one bucket chain of the
+//! key table ([`crate::dict::Dict::with_hash`]), the same walk a lookup
+//! does.
 
-use crate::dict::Dict;
+/// Smallest non-empty table.
+const MIN_SLOTS: usize = 8;
 
 /// A multiset of the low 32 bits of the hashes of keys that have a TTL.
+///
+/// Linear probing with backward-shift deletion (no tombstones), so a
+/// lookup ends at the first empty slot however many keys came and went.
+/// Zero marks an empty slot; keys whose tag is zero are only counted.
 #[derive(Default)]
 pub(crate) struct TtlIndex {
-    /// Hash (its four bytes) → how many keys with a TTL have it.
-    tags: Dict<[u8; 4], u32>,
-    /// Keys with a TTL (the sum of the counts).
+    /// Tags, each in the first free slot at or after `tag & mask`.
+    slots: Vec<u32>,
+    /// Keys with a TTL whose tag is zero.
+    zeros: usize,
+    /// Keys with a TTL (non-zero tags in `slots`, plus `zeros`).
     len: usize,
 }
 
 /// The tag stored for `hash`: the bits every table keeps.
-fn tag(hash: u64) -> [u8; 4] {
-    (hash as u32).to_le_bytes()
-}
-
-/// The key-table hash a tag stands for (the low 32 bits are all a table
-/// looks at).
-pub(crate) fn tag_hash(tag: &[u8; 4]) -> u64 {
-    u64::from(u32::from_le_bytes(*tag))
+fn tag(hash: u64) -> u32 {
+    hash as u32
 }
 
 impl TtlIndex {
@@ -42,50 +44,177 @@ impl TtlIndex {
         self.len == 0
     }
 
+    fn mask(&self) -> usize {
+        self.slots.len() - 1
+    }
+
     /// Records a key with hash `hash` that gained a TTL.
     pub(crate) fn add(&mut self, hash: u64) {
-        let t = tag(hash);
-        *self
-            .tags
-            .get_or_insert_with(tag_hash(&t), &t[..], || (t, 0)) += 1;
         self.len += 1;
+        let t = tag(hash);
+        if t == 0 {
+            self.zeros += 1;
+            return;
+        }
+        let stored = self.len - self.zeros;
+        if stored * 8 > self.slots.len() * 7 {
+            self.resize((self.slots.len() * 2).max(MIN_SLOTS));
+        }
+        self.place(t);
+    }
+
+    /// Puts `t` in the first free slot of its probe sequence (there is one:
+    /// the table is never full).
+    fn place(&mut self, t: u32) {
+        let mask = self.mask();
+        let mut i = t as usize & mask;
+        while self.slots[i] != 0 {
+            i = (i + 1) & mask;
+        }
+        self.slots[i] = t;
+    }
+
+    /// Rebuilds the table with `slots` slots.
+    fn resize(&mut self, slots: usize) {
+        let old = std::mem::replace(&mut self.slots, vec![0; slots]);
+        for t in old.into_iter().filter(|&t| t != 0) {
+            self.place(t);
+        }
     }
 
     /// Forgets one key with hash `hash` that lost its TTL (or was deleted).
     pub(crate) fn remove(&mut self, hash: u64) {
         let t = tag(hash);
-        let h = tag_hash(&t);
-        let Some(count) = self.tags.get_mut(h, &t) else {
+        if t == 0 {
+            debug_assert!(self.zeros > 0, "TTL index lost a hash");
+            if self.zeros > 0 {
+                self.zeros -= 1;
+                self.len -= 1;
+            }
+            return;
+        }
+        let Some(mut hole) = self.find(t) else {
             debug_assert!(false, "TTL index lost a hash");
             return;
         };
-        *count -= 1;
-        if *count == 0 {
-            self.tags.remove(h, &t);
-        }
         self.len -= 1;
+        // Backward shift: move later members of the run into the hole when
+        // their home slot is at or before it (cyclically), so every tag
+        // stays reachable from its home without crossing an empty slot.
+        let mask = self.mask();
+        let mut j = hole;
+        loop {
+            j = (j + 1) & mask;
+            let moved = self.slots[j];
+            if moved == 0 {
+                break;
+            }
+            let home = moved as usize & mask;
+            // Distance from home to j, and from the hole to j.
+            if (j.wrapping_sub(home) & mask) >= (j.wrapping_sub(hole) & mask) {
+                self.slots[hole] = moved;
+                hole = j;
+            }
+        }
+        self.slots[hole] = 0;
+        let stored = self.len - self.zeros;
+        if self.slots.len() > MIN_SLOTS && stored * 8 < self.slots.len() {
+            self.resize(self.slots.len() / 2);
+        }
     }
 
-    /// SCAN-style step over the recorded hashes (see [`Dict::scan`]): calls
-    /// `f` with each hash; returns the next cursor, 0 when done.
+    /// The slot holding (one copy of) `t`.
+    fn find(&self, t: u32) -> Option<usize> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        let mask = self.mask();
+        let mut i = t as usize & mask;
+        loop {
+            match self.slots[i] {
+                0 => return None,
+                s if s == t => return Some(i),
+                _ => i = (i + 1) & mask,
+            }
+        }
+    }
+
+    /// A step of a walk over the recorded hashes: calls `f` with the tags
+    /// of up to `count` slots from `cursor` on (and with hash 0 at the
+    /// start, when a key has that tag); returns the next cursor, 0 when
+    /// the walk is done. A walk that spans a resize may skip or repeat
+    /// some, which active expiry tolerates.
     pub(crate) fn scan(&self, cursor: u64, count: usize, mut f: impl FnMut(u64)) -> u64 {
-        self.tags.scan(cursor, count, |t, _| f(tag_hash(t)))
+        if cursor == 0 && self.zeros > 0 {
+            f(0);
+        }
+        let start = cursor as usize;
+        let end = start.saturating_add(count.max(1)).min(self.slots.len());
+        for &t in self.slots.get(start..end).unwrap_or(&[]) {
+            if t != 0 {
+                f(u64::from(t));
+            }
+        }
+        if end >= self.slots.len() {
+            0
+        } else {
+            end as u64
+        }
     }
 
-    /// Calls `f` with about `n` recorded hashes picked at random.
+    /// Calls `f` with about `n` recorded hashes: those of a run of slots
+    /// starting at a random one (as Redis's `dictGetSomeKeys`).
     pub(crate) fn sample(&self, rng: &mut fastrand::Rng, n: usize, mut f: impl FnMut(u64)) {
-        self.tags.sample(rng, n, |t, _| f(tag_hash(t)));
+        if self.is_empty() {
+            return;
+        }
+        let stored = self.len - self.zeros;
+        if stored == 0 {
+            return f(0);
+        }
+        let mask = self.mask();
+        let mut i = rng.usize(..self.slots.len());
+        let mut seen = 0;
+        // The table holds `stored` tags, so this visits at most every slot.
+        for _ in 0..self.slots.len() {
+            let t = self.slots[i];
+            if t != 0 {
+                f(u64::from(t));
+                seen += 1;
+                if seen >= n.min(stored) {
+                    return;
+                }
+            }
+            i = (i + 1) & mask;
+        }
     }
 
     /// One recorded hash picked at random.
     pub(crate) fn random(&self, rng: &mut fastrand::Rng) -> Option<u64> {
-        self.tags.random_entry(rng).map(|(t, _)| tag_hash(t))
+        let mut picked = None;
+        self.sample(rng, 1, |h| picked = Some(h));
+        picked
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashMap;
+
+    /// Every recorded hash, one per key, in order.
+    fn walk(ix: &TtlIndex, step: usize) -> Vec<u64> {
+        let mut seen = Vec::new();
+        let mut c = 0;
+        loop {
+            c = ix.scan(c, step, |h| seen.push(h));
+            if c == 0 {
+                break;
+            }
+        }
+        seen.sort_unstable();
+        seen
+    }
 
     #[test]
     fn counts_shared_hashes() {
@@ -93,23 +222,70 @@ mod tests {
         ix.add(0xdead_beef_0000_0001);
         ix.add(0x0000_0000_0000_0001);
         ix.add(7);
-        assert_eq!(ix.len(), 3);
-        let mut seen = Vec::new();
-        let mut c = 0;
-        loop {
-            c = ix.scan(c, 10, |h| seen.push(h));
-            if c == 0 {
-                break;
-            }
-        }
-        seen.sort();
-        assert_eq!(seen, vec![1, 7]);
+        ix.add(0xffff_0000_0000_0000);
+        assert_eq!(ix.len(), 4);
+        assert_eq!(walk(&ix, 3), vec![0, 1, 1, 7]);
         ix.remove(1);
-        assert_eq!(ix.len(), 2);
+        assert_eq!(ix.len(), 3);
         assert!(ix.random(&mut fastrand::Rng::with_seed(1)).is_some());
         ix.remove(0xffff_0000_0000_0001);
         ix.remove(7);
+        assert_eq!(walk(&ix, 3), vec![0]);
+        assert_eq!(ix.random(&mut fastrand::Rng::with_seed(1)), Some(0));
+        ix.remove(0);
         assert!(ix.is_empty());
         assert_eq!(ix.random(&mut fastrand::Rng::with_seed(1)), None);
+    }
+
+    /// Random adds and removes over few distinct tags (long probe runs,
+    /// wrap-around, duplicates, growing and shrinking), checked against a
+    /// counted map after every step.
+    #[test]
+    fn matches_a_counted_map_under_churn() {
+        let mut rng = fastrand::Rng::with_seed(7);
+        let mut ix = TtlIndex::default();
+        let mut model: HashMap<u64, usize> = HashMap::new();
+        for step in 0..20_000 {
+            // Tags clustered near the top of a small table so runs wrap.
+            let hash = u64::from(rng.u32(..64)) | (u64::from(rng.u32(..4)) << 40);
+            let tag = hash & 0xffff_ffff;
+            let present = model.get(&tag).copied().unwrap_or(0);
+            if present > 0 && (rng.bool() || step > 15_000) {
+                ix.remove(hash);
+                *model.get_mut(&tag).unwrap() -= 1;
+            } else if step <= 15_000 {
+                ix.add(hash);
+                *model.entry(tag).or_default() += 1;
+            }
+            let total: usize = model.values().sum();
+            assert_eq!(ix.len(), total);
+            if step % 97 == 0 {
+                let mut want: Vec<u64> = model
+                    .iter()
+                    // Tag zero is reported once, however many keys have it.
+                    .flat_map(|(&t, &n)| std::iter::repeat_n(t, if t == 0 { n.min(1) } else { n }))
+                    .collect();
+                want.sort_unstable();
+                assert_eq!(walk(&ix, 1 + step % 5), want, "step {step}");
+                for (&t, &n) in model.iter().filter(|(&t, _)| t != 0) {
+                    assert_eq!(n > 0, ix.find(t as u32).is_some(), "tag {t}");
+                }
+            }
+        }
+        assert!(ix.is_empty());
+        assert!(ix.slots.len() <= MIN_SLOTS);
+    }
+
+    #[test]
+    fn samples_come_from_the_index() {
+        let mut ix = TtlIndex::default();
+        for h in 1..=100u64 {
+            ix.add(h << 3);
+        }
+        let mut rng = fastrand::Rng::with_seed(3);
+        let mut got = Vec::new();
+        ix.sample(&mut rng, 5, |h| got.push(h));
+        assert_eq!(got.len(), 5);
+        assert!(got.iter().all(|h| h % 8 == 0 && (8..=800).contains(h)));
     }
 }
