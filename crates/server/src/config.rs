@@ -1079,7 +1079,7 @@ impl Config {
     }
     /// How RDB files and RESTORE payloads are turned into values: the
     /// encoding thresholds (`*-max-listpack-*`, `set-max-intset-entries`),
-    /// `databases` and `rdbchecksum`.
+    /// `databases`, `rdbchecksum`, and which access clock keys keep.
     pub fn rdb_load_options(&self) -> vireo_store::rdb::LoadOptions {
         let h = &self.hot;
         vireo_store::rdb::LoadOptions {
@@ -1089,6 +1089,7 @@ impl Config {
             list_fill: h.list_max_listpack_size.load(Ordering::Relaxed),
             databases: self.databases(),
             verify_checksum: self.flag("rdbchecksum"),
+            lfu: self.maxmemory_policy().ends_with("-lfu"),
         }
     }
     /// How values are written to RDB files: `rdbcompression`, and idle

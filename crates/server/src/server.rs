@@ -234,13 +234,15 @@ impl Server {
         server
     }
 
-    /// Passes the parameters the keyspace applies by itself (LFU tuning,
-    /// `lazyfree-lazy-expire`, `lazyfree-lazy-server-del`) on to it; called
-    /// at start and after every CONFIG SET.
+    /// Passes the parameters the keyspace applies by itself (which access
+    /// clock entries keep and the LFU tuning, `lazyfree-lazy-expire`,
+    /// `lazyfree-lazy-server-del`) on to it; called at start and after
+    /// every CONFIG SET.
     pub fn apply_keyspace_config(&self) {
         let h = &self.config.hot;
         self.keyspace
             .set_lfu_tuning(vireo_store::keyspace::LfuTuning {
+                lfu: self.config.maxmemory_policy().ends_with("-lfu"),
                 log_factor: h.lfu_log_factor.load(Ordering::Relaxed) as u32,
                 decay_minutes: h.lfu_decay_time.load(Ordering::Relaxed) as u32,
             });

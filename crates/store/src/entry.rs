@@ -5,13 +5,18 @@
 //! a TTL. A Vireo [`Entry`] is a single pointer-sized handle to one block:
 //!
 //! ```text
-//! access_s u32 | lfu_minutes u16 | lfu_count u8 | flags u8      8 bytes
+//! access clock (24 bits) | flags u8                      4 bytes
 //! [expire_at u64]                                  only with a TTL
-//! [Value]                                          object kind
-//! key length (varint) | key bytes
+//! [padding to 8 | Value]                           object kind
+//! [key length (varint)] | key bytes                length in the flags if < 15
 //! [value length (varint) | value bytes]            embedded kind
 //! [value (zigzag varint)]                          int kind
 //! ```
+//!
+//! The sizes are chosen for the allocator's classes (16, 32, 48, 64, 80,
+//! 96, 112, 128 … bytes): an 8-digit key holding an 8-digit number is
+//! 4 + 8 + 4 = 16 bytes, one class below what an 8-byte header or a
+//! separate key length byte would need.
 //!
 //! Three kinds of value, chosen by what is stored:
 //!
@@ -46,12 +51,24 @@ const KIND_OBJ: u8 = 2;
 const KIND_MASK: u8 = 3;
 /// Flag: the block holds an expiry time.
 const HAS_TTL: u8 = 4;
+/// Flag: the entry was never stored, so the keyspace gives it its access
+/// clock when it is (see [`Entry::stamp_new`]).
+const UNSTAMPED: u8 = 8;
+/// The key's length sits in the flags' top four bits when below this
+/// value; this value there means a varint before the key holds it.
+const KEY_LEN_INLINE: usize = 15;
+const KEY_LEN_SHIFT: u8 = 4;
 
 /// Bytes of metadata every block starts with.
-const HEADER: usize = 8;
-/// Alignment of every block: the header, the expiry and the value word are
-/// read as aligned words.
+const HEADER: usize = 4;
+/// Offset of the flags byte (the header's last; the clock is the low 24
+/// bits of the header read as a little-endian u32).
+const FLAGS_AT: usize = 3;
+/// Alignment of every block: the header and the value word are read as
+/// aligned words (the expiry, after the header, unaligned).
 const BLOCK_ALIGN: usize = 8;
+/// The access clock's bits.
+const CLOCK_MASK: u32 = (1 << 24) - 1;
 
 const _: () = assert!(align_of::<Value>() <= BLOCK_ALIGN);
 const _: () = assert!(size_of::<Value>().is_multiple_of(BLOCK_ALIGN));
@@ -120,30 +137,43 @@ unsafe fn read_varint(p: *const u8) -> (u64, usize) {
     }
 }
 
-/// Access metadata: what LRU and LFU eviction, `OBJECT IDLETIME` and
-/// `OBJECT FREQ` use.
-///
-/// Unlike Redis, which keeps one or the other in a 24-bit field depending
-/// on `maxmemory-policy`, both are always tracked (7 bytes), so switching
-/// the policy at runtime needs no adjustment period.
+/// Access metadata: Redis's 24-bit `lru` field. With an LFU
+/// `maxmemory-policy` it holds the minute of the counter's last decay
+/// (16 bits, Unix minutes modulo 2^16) above the logarithmic access counter
+/// (8 bits); otherwise the last access in Unix seconds modulo 2^24. Which
+/// one is kept follows the policy at the time of access, as in Redis:
+/// after the policy changes between LRU and LFU, entries not accessed since
+/// read as garbage until they are (Redis's OBJECT FREQ and IDLETIME refuse
+/// to answer under the other kind of policy for this reason).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Meta {
-    /// Last access in Unix seconds; 0 for an entry not stored yet, which the
-    /// keyspace stamps with the time it is stored.
-    access_s: u32,
-    /// When `lfu_count` was last updated, in Unix minutes modulo 2^16.
-    lfu_minutes: u16,
-    /// Logarithmic access counter, before decay.
-    lfu_count: u8,
-}
+struct Meta(u32);
 
 impl Meta {
-    /// The metadata of an entry that was never stored.
-    const FRESH: Meta = Meta {
-        access_s: 0,
-        lfu_minutes: 0,
-        lfu_count: LFU_INIT_VAL,
-    };
+    /// An LRU clock reading: the last access at `now_ms`.
+    fn lru(now_ms: u64) -> Meta {
+        Meta((now_ms / 1000) as u32 & CLOCK_MASK)
+    }
+
+    /// An LFU reading: counter `count` as of `now_ms`.
+    fn lfu(count: u8, now_ms: u64) -> Meta {
+        Meta((u32::from(lfu_minutes(now_ms)) << 8) | u32::from(count))
+    }
+
+    /// Whole seconds from this LRU reading to `now_ms`, allowing for the
+    /// 24-bit clock's wrap (every 194 days) as Redis does.
+    fn idle_secs(self, now_ms: u64) -> u64 {
+        u64::from(Meta::lru(now_ms).0.wrapping_sub(self.0) & CLOCK_MASK)
+    }
+
+    /// The counter of an LFU reading, before decay.
+    fn lfu_count(self) -> u8 {
+        self.0 as u8
+    }
+
+    /// The minute of an LFU reading's last decay.
+    fn lfu_minutes(self) -> u16 {
+        (self.0 >> 8) as u16
+    }
 }
 
 /// What goes in the value part of a block being built.
@@ -187,23 +217,37 @@ impl Shape {
         self.flags & KIND_MASK
     }
 
-    /// Offset of an object's Value (just after the header and expiry).
-    fn word_offset(self) -> usize {
+    /// Offset of what follows the header and the expiry.
+    fn after_expiry(self) -> usize {
         HEADER + if self.flags & HAS_TTL != 0 { 8 } else { 0 }
     }
 
-    /// Offset of the key's length varint.
+    /// Offset of an object's Value (8-aligned, after the expiry).
+    fn word_offset(self) -> usize {
+        self.after_expiry().next_multiple_of(BLOCK_ALIGN)
+    }
+
+    /// Offset of the key's length varint, or of the key when its length is
+    /// in the flags.
     fn key_offset(self) -> usize {
-        self.word_offset()
-            + match self.kind() {
-                KIND_OBJ => size_of::<Value>(),
-                _ => 0,
-            }
+        match self.kind() {
+            KIND_OBJ => self.word_offset() + size_of::<Value>(),
+            _ => self.after_expiry(),
+        }
+    }
+
+    /// Bytes the key's length takes before the key (0 when in the flags).
+    fn key_len_bytes(self) -> usize {
+        if self.key_len < KEY_LEN_INLINE {
+            0
+        } else {
+            varint_len(self.key_len as u64)
+        }
     }
 
     /// Offset of what follows the key (see `tail`).
     fn tail_offset(self) -> usize {
-        self.key_offset() + varint_len(self.key_len as u64) + self.key_len
+        self.key_offset() + self.key_len_bytes() + self.key_len
     }
 
     /// Total block size.
@@ -239,13 +283,13 @@ impl Entry {
     /// A persistent entry with an empty key, with fresh access metadata once
     /// stored.
     pub fn new(value: Value) -> Self {
-        Self::from_value(Meta::FRESH, 0, b"", value)
+        Self::from_value(UNSTAMPED_META, 0, b"", value)
     }
 
     /// An entry for `key` holding `value`, expiring at `expire_at` (Unix
     /// ms): what the keyspace stores.
     pub fn with_key_value(key: &[u8], value: Value, expire_at: Option<u64>) -> Self {
-        Self::from_value(Meta::FRESH, expire_raw(expire_at), key, value)
+        Self::from_value(UNSTAMPED_META, expire_raw(expire_at), key, value)
     }
 
     /// An entry for `key` holding the string `bytes`, built straight from
@@ -255,22 +299,27 @@ impl Entry {
             Some(n) => Payload::Int(n),
             None => Payload::Emb(bytes),
         };
-        Self::build(Meta::FRESH, expire_raw(expire_at), key, payload)
+        Self::build(UNSTAMPED_META, expire_raw(expire_at), key, payload)
     }
 
-    fn from_value(meta: Meta, expire: u64, key: &[u8], value: Value) -> Self {
+    fn from_value(meta: (Meta, bool), expire: u64, key: &[u8], value: Value) -> Self {
         match Payload::of(&value) {
             Some(p) => Self::build(meta, expire, key, p),
             None => Self::build(meta, expire, key, Payload::Obj(value)),
         }
     }
 
-    /// Allocates and fills a block.
-    fn build(meta: Meta, expire: u64, key: &[u8], payload: Payload) -> Self {
+    /// Allocates and fills a block; `meta` is the access clock and whether
+    /// it is still to be stamped.
+    fn build((meta, unstamped): (Meta, bool), expire: u64, key: &[u8], payload: Payload) -> Self {
         let mut flags = payload.kind();
         if expire != 0 {
             flags |= HAS_TTL;
         }
+        if unstamped {
+            flags |= UNSTAMPED;
+        }
+        flags |= (key.len().min(KEY_LEN_INLINE) as u8) << KEY_LEN_SHIFT;
         let shape = Shape {
             flags,
             key_len: key.len(),
@@ -281,26 +330,28 @@ impl Entry {
             },
         };
         let layout = shape.layout();
-        // SAFETY: the layout has a non-zero size (the header alone is 8).
+        // SAFETY: the layout has a non-zero size (the header alone is 4).
         let raw = unsafe { alloc::alloc(layout) };
         let Some(block) = NonNull::new(raw) else {
             alloc::handle_alloc_error(layout)
         };
         // SAFETY: every write below stays inside the `shape.size()` bytes
         // just allocated, at the offsets `Shape` computes; the block is
-        // 8-aligned and the header, expiry and Value offsets are multiples
-        // of 8, so the typed writes are aligned.
+        // 8-aligned and the header and Value offsets are multiples of 4 and
+        // 8, so those typed writes are aligned (the expiry's is not).
         unsafe {
             let p = block.as_ptr();
-            p.cast::<u32>().write(meta.access_s);
-            p.add(4).cast::<u16>().write(meta.lfu_minutes);
-            p.add(6).write(meta.lfu_count);
-            p.add(7).write(flags);
+            p.cast::<u32>()
+                .write((meta.0 & CLOCK_MASK) | (u32::from(flags) << 24));
             if expire != 0 {
-                p.add(HEADER).cast::<u64>().write(expire);
+                p.add(HEADER).cast::<u64>().write_unaligned(expire);
             }
             let at = shape.key_offset();
-            let n = write_varint(p.add(at), key.len() as u64);
+            let n = if key.len() < KEY_LEN_INLINE {
+                0
+            } else {
+                write_varint(p.add(at), key.len() as u64)
+            };
             ptr::copy_nonoverlapping(key.as_ptr(), p.add(at + n), key.len());
             let tail = p.add(shape.tail_offset());
             match payload {
@@ -317,8 +368,28 @@ impl Entry {
 
     #[inline]
     fn flags(&self) -> u8 {
-        // SAFETY: every block has its 8-byte header.
-        unsafe { *self.block.as_ptr().add(7) }
+        // SAFETY: every block has its 4-byte header.
+        unsafe { *self.block.as_ptr().add(FLAGS_AT) }
+    }
+
+    /// The key's offset and length.
+    #[inline]
+    fn key_span(&self) -> (usize, usize) {
+        let flags = self.flags();
+        let at = Shape {
+            flags,
+            key_len: 0,
+            tail: 0,
+        }
+        .key_offset();
+        let inline = usize::from(flags >> KEY_LEN_SHIFT);
+        if inline < KEY_LEN_INLINE {
+            return (at, inline);
+        }
+        // SAFETY: a key of KEY_LEN_INLINE bytes or more has its length as a
+        // varint at the key offset, which `build` wrote.
+        let (len, n) = unsafe { read_varint(self.block.as_ptr().add(at)) };
+        (at + n, len as usize)
     }
 
     #[inline]
@@ -334,11 +405,11 @@ impl Entry {
             key_len: 0,
             tail: 0,
         };
-        // SAFETY: `build` wrote a key length varint at the key offset and,
-        // for the embedded and int kinds, a varint after the key.
+        shape.key_len = self.key_span().1;
+        // SAFETY: for the embedded and int kinds `build` wrote a varint
+        // after the key.
         unsafe {
             let p = self.block.as_ptr();
-            shape.key_len = read_varint(p.add(shape.key_offset())).0 as usize;
             let kind = flags & KIND_MASK;
             if kind != KIND_OBJ {
                 let (v, n) = read_varint(p.add(shape.tail_offset()));
@@ -350,44 +421,34 @@ impl Entry {
 
     fn meta(&self) -> Meta {
         // SAFETY: the header is at the (8-aligned) start of every block.
-        unsafe {
-            let p = self.block.as_ptr();
-            Meta {
-                access_s: p.cast::<u32>().read(),
-                lfu_minutes: p.add(4).cast::<u16>().read(),
-                lfu_count: p.add(6).read(),
-            }
-        }
+        Meta(unsafe { self.block.as_ptr().cast::<u32>().read() } & CLOCK_MASK)
     }
 
+    /// The access clock and whether it is still to be stamped, for a
+    /// rebuilt block.
+    fn meta_state(&self) -> (Meta, bool) {
+        (self.meta(), self.flags() & UNSTAMPED != 0)
+    }
+
+    /// Sets the access clock, which makes the entry stamped.
     fn set_meta(&mut self, m: Meta) {
+        let flags = self.flags() & !UNSTAMPED;
         // SAFETY: as in `meta`; `&mut self` means no one else reads it.
         unsafe {
-            let p = self.block.as_ptr();
-            p.cast::<u32>().write(m.access_s);
-            p.add(4).cast::<u16>().write(m.lfu_minutes);
-            p.add(6).write(m.lfu_count);
+            self.block
+                .as_ptr()
+                .cast::<u32>()
+                .write((m.0 & CLOCK_MASK) | (u32::from(flags) << 24));
         }
     }
 
     /// The key's bytes (empty for an entry not stored yet).
     #[inline]
     pub fn key(&self) -> &[u8] {
-        let flags = self.flags();
-        let at = Shape {
-            flags,
-            key_len: 0,
-            tail: 0,
-        }
-        .key_offset();
-        // SAFETY: `build` wrote the key's length varint at `at` and its
-        // bytes right after; they live as long as the block, which `&self`
-        // borrows.
-        unsafe {
-            let p = self.block.as_ptr().add(at);
-            let (len, n) = read_varint(p);
-            std::slice::from_raw_parts(p.add(n), len as usize)
-        }
+        let (at, len) = self.key_span();
+        // SAFETY: `build` wrote the key's bytes there; they live as long as
+        // the block, which `&self` borrows.
+        unsafe { std::slice::from_raw_parts(self.block.as_ptr().add(at), len) }
     }
 
     /// The value, borrowed.
@@ -512,14 +573,14 @@ impl Entry {
     /// Rebuilds the block with a new payload, same key and metadata; the old
     /// value (if an object) is dropped.
     fn rebuild(&mut self, expire: u64, payload: Payload) {
-        let fresh = Self::build(self.meta(), expire, self.key(), payload);
+        let fresh = Self::build(self.meta_state(), expire, self.key(), payload);
         *self = fresh;
     }
 
     /// The same value in a new block with another expiry or (given) key;
     /// an object value moves across without being copied.
     fn relayout(self, expire: u64, new_key: Option<&[u8]>) -> Self {
-        let meta = self.meta();
+        let meta = self.meta_state();
         if self.kind() != KIND_OBJ {
             let key = new_key.unwrap_or(self.key());
             return match self.value() {
@@ -554,7 +615,13 @@ impl Entry {
             return 0;
         }
         // SAFETY: with HAS_TTL the 8 bytes after the header are the expiry.
-        unsafe { self.block.as_ptr().add(HEADER).cast::<u64>().read() }
+        unsafe {
+            self.block
+                .as_ptr()
+                .add(HEADER)
+                .cast::<u64>()
+                .read_unaligned()
+        }
     }
 
     /// Sets (or, with 0, removes) the absolute expiry in Unix ms.
@@ -562,7 +629,13 @@ impl Entry {
         let has = self.flags() & HAS_TTL != 0;
         if has && at != 0 {
             // SAFETY: as in `expire_raw`; `&mut self` is exclusive.
-            unsafe { self.block.as_ptr().add(HEADER).cast::<u64>().write(at) };
+            unsafe {
+                self.block
+                    .as_ptr()
+                    .add(HEADER)
+                    .cast::<u64>()
+                    .write_unaligned(at)
+            };
             return;
         }
         if has || at != 0 {
@@ -607,69 +680,54 @@ impl Entry {
     }
 
     /// The same entry, marked as last accessed `idle_secs` seconds before
-    /// `now_ms` (RESTORE ... IDLETIME, the RDB IDLE opcode).
+    /// `now_ms` (RESTORE ... IDLETIME, the RDB IDLE opcode, under an LRU
+    /// or no policy).
     pub fn with_idle(mut self, idle_secs: u64, now_ms: u64) -> Self {
-        self.stamp_fresh(now_ms);
-        let idle = u32::try_from(idle_secs).unwrap_or(u32::MAX);
-        let mut m = self.meta();
-        // 0 means "not stored yet", so the oldest possible access is 1.
-        m.access_s = unix_secs(now_ms).saturating_sub(idle).max(1);
-        self.set_meta(m);
+        let at = now_ms.saturating_sub(idle_secs.saturating_mul(1000));
+        self.set_meta(Meta::lru(at));
         self
     }
 
     /// The same entry with access counter `freq` as of `now_ms` (RESTORE
-    /// ... FREQ, the RDB FREQ opcode).
+    /// ... FREQ, the RDB FREQ opcode, under an LFU policy).
     pub fn with_freq(mut self, freq: u8, now_ms: u64) -> Self {
-        self.stamp_fresh(now_ms);
-        let mut m = self.meta();
-        m.lfu_count = freq;
-        self.set_meta(m);
+        self.set_meta(Meta::lfu(freq, now_ms));
         self
-    }
-
-    /// Gives a not-yet-stored entry its access metadata now, so that
-    /// [`Entry::with_idle`] and [`Entry::with_freq`] survive storing.
-    fn stamp_fresh(&mut self, now_ms: u64) {
-        let mut m = self.meta();
-        if m.access_s == 0 {
-            m.access_s = unix_secs(now_ms).max(1);
-            m.lfu_minutes = lfu_minutes(now_ms);
-            self.set_meta(m);
-        }
     }
 
     /// Milliseconds since the key was last accessed, at the one-second
     /// resolution the access time is kept with (LRU eviction's ranking).
     pub fn idle_ms(&self, now_ms: u64) -> u64 {
-        now_ms.saturating_sub(u64::from(self.meta().access_s) * 1000)
+        self.idle_secs(now_ms) * 1000
     }
 
     /// Backdates the last access, for tests of eviction's ranking.
     #[cfg(test)]
     pub(crate) fn set_access_for_test(&mut self, at_ms: u64) {
-        let mut m = self.meta();
-        m.access_s = unix_secs(at_ms);
-        self.set_meta(m);
+        self.set_meta(Meta::lru(at_ms));
     }
 
-    /// Whole seconds since the key was last accessed (`OBJECT IDLETIME`).
+    /// Whole seconds since the key was last accessed (`OBJECT IDLETIME`;
+    /// meaningful under an LRU or no policy).
     pub fn idle_secs(&self, now_ms: u64) -> u64 {
-        u64::from(unix_secs(now_ms).saturating_sub(self.meta().access_s))
+        self.meta().idle_secs(now_ms)
     }
 
     /// The access counter after the decay due since its last update
-    /// (`OBJECT FREQ`), as Redis's `LFUDecrAndReturn`.
+    /// (`OBJECT FREQ`; meaningful under an LFU policy), as Redis's
+    /// `LFUDecrAndReturn`.
     pub fn lfu_freq(&self, now_ms: u64, decay_minutes: u32) -> u8 {
         decayed(self.meta(), now_ms, decay_minutes)
     }
 
-    /// Records an access: the access time becomes now, and the counter is
-    /// decayed then incremented with probability 1 / ((c - 5) * factor + 1),
-    /// as Redis's `updateLFU` does.
+    /// Records an access: under an LFU policy the counter is decayed then
+    /// incremented with probability 1 / ((c - 5) * factor + 1), as Redis's
+    /// `updateLFU` does; otherwise the access time becomes now.
     pub(crate) fn touch(&mut self, now_ms: u64, tuning: LfuTuning) {
-        let m = self.meta();
-        let mut count = decayed(m, now_ms, tuning.decay_minutes);
+        if !tuning.lfu {
+            return self.set_meta(Meta::lru(now_ms));
+        }
+        let mut count = decayed(self.meta(), now_ms, tuning.decay_minutes);
         if count < u8::MAX {
             let base = f64::from(count.saturating_sub(LFU_INIT_VAL));
             let p = 1.0 / (base * f64::from(tuning.log_factor) + 1.0);
@@ -677,24 +735,25 @@ impl Entry {
                 count += 1;
             }
         }
-        self.set_meta(Meta {
-            access_s: unix_secs(now_ms),
-            lfu_minutes: lfu_minutes(now_ms),
-            lfu_count: count,
-        });
+        self.set_meta(Meta::lfu(count, now_ms));
     }
 
     /// Gives an entry that is about to be stored for the first time its
-    /// access metadata: accessed now, and the counter of the entry it
-    /// replaces (Redis keeps it on overwrite) or [`LFU_INIT_VAL`].
-    pub(crate) fn stamp_new(&mut self, now_ms: u64, replaced: Option<&Entry>, decay_minutes: u32) {
-        if self.meta().access_s != 0 {
+    /// access clock: accessed now, or under an LFU policy the counter of the
+    /// entry it replaces (Redis keeps it on overwrite) or [`LFU_INIT_VAL`].
+    /// Entries that were stored before (RENAME, MOVE) or were given a clock
+    /// (RESTORE, RDB load) keep theirs.
+    pub(crate) fn stamp_new(&mut self, now_ms: u64, replaced: Option<&Entry>, tuning: LfuTuning) {
+        if self.flags() & UNSTAMPED == 0 {
             return;
         }
-        self.set_meta(Meta {
-            access_s: unix_secs(now_ms).max(1),
-            lfu_count: replaced.map_or(LFU_INIT_VAL, |old| old.lfu_freq(now_ms, decay_minutes)),
-            lfu_minutes: lfu_minutes(now_ms),
+        self.set_meta(if tuning.lfu {
+            let count = replaced.map_or(LFU_INIT_VAL, |old| {
+                old.lfu_freq(now_ms, tuning.decay_minutes)
+            });
+            Meta::lfu(count, now_ms)
+        } else {
+            Meta::lru(now_ms)
         });
     }
 }
@@ -707,21 +766,19 @@ fn expire_raw(at_ms: Option<u64>) -> u64 {
 /// A counter after the decay due since its last update.
 fn decayed(m: Meta, now_ms: u64, decay_minutes: u32) -> u8 {
     if decay_minutes == 0 {
-        return m.lfu_count;
+        return m.lfu_count();
     }
-    let elapsed = lfu_minutes(now_ms).wrapping_sub(m.lfu_minutes);
+    let elapsed = lfu_minutes(now_ms).wrapping_sub(m.lfu_minutes());
     let periods = u32::from(elapsed) / decay_minutes;
-    u8::try_from(u32::from(m.lfu_count).saturating_sub(periods)).unwrap_or(0)
+    u8::try_from(u32::from(m.lfu_count()).saturating_sub(periods)).unwrap_or(0)
 }
+
+/// The clock of an entry never stored: stamped when it is.
+const UNSTAMPED_META: (Meta, bool) = (Meta(0), true);
 
 /// Unix minutes modulo 2^16, the LFU decay clock.
 fn lfu_minutes(now_ms: u64) -> u16 {
     (now_ms / 60_000) as u16
-}
-
-/// Unix seconds, saturating in the year 2106.
-fn unix_secs(now_ms: u64) -> u32 {
-    u32::try_from(now_ms / 1000).unwrap_or(u32::MAX)
 }
 
 impl Drop for Entry {
@@ -749,7 +806,7 @@ impl Clone for Entry {
             }
             v => Payload::Obj(v.to_value()),
         };
-        Self::build(self.meta(), self.expire_raw(), self.key(), payload)
+        Self::build(self.meta_state(), self.expire_raw(), self.key(), payload)
     }
 }
 
@@ -850,30 +907,49 @@ mod tests {
     #[test]
     fn metadata_survives_every_rebuild() {
         let now = 1_700_000_000_000;
-        let mut e = Entry::with_key_str(b"k", b"v", None)
-            .with_idle(100, now)
-            .with_freq(77, now);
-        let before = e.meta();
-        e.set_expire_raw(now + 5);
-        e.set_value(s(b"12"));
-        let _ = e.value_mut();
-        e.set_expire_raw(0);
-        let e = e.with_key(b"k2");
-        assert_eq!(e.meta(), before);
+        let rebuild_all = |mut e: Entry| {
+            let before = e.meta_state();
+            assert!(!before.1, "given a clock, the entry is stamped");
+            e.set_expire_raw(now + 5);
+            e.set_value(s(b"12"));
+            let _ = e.value_mut();
+            e.set_expire_raw(0);
+            let e = e.with_key(b"a key longer than fifteen bytes");
+            let e = e.with_key(b"k2");
+            assert_eq!(e.meta_state(), before);
+            e
+        };
+        let e = rebuild_all(Entry::with_key_str(b"k", b"v", None).with_idle(100, now));
         assert_eq!(e.idle_secs(now), 100);
+        let e = rebuild_all(Entry::with_key_str(b"k", b"v", None).with_freq(77, now));
         assert_eq!(e.lfu_freq(now, 1), 77);
+        // Not yet stamped stays so.
+        let mut e = Entry::with_key_str(b"k", b"v", None);
+        e.set_value(s(b"w"));
+        assert!(e.with_key(b"k3").meta_state().1);
     }
 
     #[test]
     fn the_block_is_as_small_as_promised() {
         // 16-byte key, 64-byte value: header, two one-byte lengths, payload.
         let e = Entry::with_key_str(&[b'k'; 16], &[b'v'; 64], None);
-        assert_eq!(e.shape().size(), 8 + 1 + 16 + 1 + 64);
+        assert_eq!(e.shape().size(), 4 + 1 + 16 + 1 + 64);
         let e = e.with_expire(Some(5));
-        assert_eq!(e.shape().size(), 8 + 8 + 1 + 16 + 1 + 64);
-        // 8-digit key and integer value (a 4-byte varint).
+        assert_eq!(e.shape().size(), 4 + 8 + 1 + 16 + 1 + 64);
+        // 8-digit key (its length in the flags) and integer value (a 4-byte
+        // varint): one 16-byte allocator class.
         let e = Entry::with_key_str(b"00000001", b"10000001", None);
-        assert_eq!(e.shape().size(), 8 + 1 + 8 + 4);
+        assert_eq!(e.shape().size(), 4 + 8 + 4);
+        assert_eq!(e.key(), b"00000001");
+        // Keys around the inline limit.
+        for len in [0, 14, 15, 16, 200] {
+            let key = vec![b'x'; len];
+            let e = Entry::with_key_value(&key, s(b"abc"), Some(9));
+            assert_eq!((e.key(), e.expire_at()), (&key[..], Some(9)));
+            assert_eq!(e.value(), s(b"abc").as_ref());
+            let inline = if len < 15 { 0 } else { varint_len(len as u64) };
+            assert_eq!(e.shape().size(), 4 + 8 + inline + len + 1 + 3);
+        }
     }
 
     #[test]

@@ -443,6 +443,7 @@ mod tests {
     fn lfu_prefers_rarely_used_keys() {
         let ks = Keyspace::new(1, 8);
         ks.set_lfu_tuning(LfuTuning {
+            lfu: true,
             log_factor: 0,
             decay_minutes: 0,
         });

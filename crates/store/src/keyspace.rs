@@ -39,9 +39,14 @@ pub type WatchFlag = Arc<AtomicBool>;
 /// `LFU_INIT_VAL`).
 pub const LFU_INIT_VAL: u8 = 5;
 
-/// The LFU counter's tuning knobs (`lfu-log-factor`, `lfu-decay-time`).
+/// How accesses are recorded: which clock entries keep (`maxmemory-policy`
+/// LFU or not) and the LFU counter's knobs (`lfu-log-factor`,
+/// `lfu-decay-time`).
 #[derive(Clone, Copy, Debug)]
 pub struct LfuTuning {
+    /// An LFU policy is set: entries keep an access counter, not an
+    /// access time.
+    pub lfu: bool,
     /// How many accesses it takes to saturate the counter: the higher, the
     /// slower the logarithmic counter grows.
     pub log_factor: u32,
@@ -52,6 +57,7 @@ pub struct LfuTuning {
 impl Default for LfuTuning {
     fn default() -> Self {
         LfuTuning {
+            lfu: false,
             log_factor: 10,
             decay_minutes: 1,
         }
@@ -253,6 +259,8 @@ pub struct Keyspace {
     databases: usize,
     /// Next shard the active expiry cycle visits.
     expire_shard: AtomicUsize,
+    /// `maxmemory-policy` is an LFU one (see [`LfuTuning::lfu`]).
+    lfu_mode: AtomicBool,
     /// `lfu-log-factor`.
     lfu_log_factor: AtomicU32,
     /// `lfu-decay-time`, in minutes.
@@ -277,6 +285,7 @@ impl Keyspace {
             shard_mask: n - 1,
             databases,
             expire_shard: AtomicUsize::new(0),
+            lfu_mode: AtomicBool::new(false),
             lfu_log_factor: AtomicU32::new(LfuTuning::default().log_factor),
             lfu_decay_minutes: AtomicU32::new(LfuTuning::default().decay_minutes),
             snapshot_left: AtomicUsize::new(0),
@@ -286,6 +295,7 @@ impl Keyspace {
     /// The LFU counter's current tuning.
     pub fn lfu_tuning(&self) -> LfuTuning {
         LfuTuning {
+            lfu: self.lfu_mode.load(Ordering::Relaxed),
             log_factor: self.lfu_log_factor.load(Ordering::Relaxed),
             decay_minutes: self.lfu_decay_minutes.load(Ordering::Relaxed),
         }
@@ -294,6 +304,7 @@ impl Keyspace {
     /// Changes the LFU counter's tuning (CONFIG SET lfu-log-factor /
     /// lfu-decay-time); takes effect for the next accesses.
     pub fn set_lfu_tuning(&self, t: LfuTuning) {
+        self.lfu_mode.store(t.lfu, Ordering::Relaxed);
         self.lfu_log_factor.store(t.log_factor, Ordering::Relaxed);
         self.lfu_decay_minutes
             .store(t.decay_minutes, Ordering::Relaxed);
@@ -763,11 +774,11 @@ impl<'a> Keys<'a> {
     /// replaced a key.
     pub fn set_keep_ttl(&mut self, db: usize, key: &[u8], value: Value) -> bool {
         let now = self.now;
-        let decay = self.ks.lfu_tuning().decay_minutes;
+        let tuning = self.ks.lfu_tuning();
         let old = match self.lookup(db, key, true, false, false) {
             Some(e) => {
                 let mut fresh = Entry::with_key_value(key, value, e.expire_at());
-                fresh.stamp_new(now, Some(e), decay);
+                fresh.stamp_new(now, Some(e), tuning);
                 std::mem::replace(e, fresh)
             }
             None => return self.set_entry(db, key, Entry::with_key_value(key, value, None)),
@@ -803,7 +814,7 @@ impl<'a> Keys<'a> {
         let mut entry = entry.with_key(key);
         let hash = hash_key(key);
         let now = self.now;
-        let decay = self.ks.lfu_tuning().decay_minutes;
+        let tuning = self.ks.lfu_tuning();
         self.expire_held(db, hash, key);
         let shard = self.shard(hash);
         shard.preserve(db, hash, key);
@@ -811,11 +822,11 @@ impl<'a> Keys<'a> {
         let new_ttl = entry.expire_at().is_some();
         let old = match table.keys.get_key_mut(hash, key) {
             Some(slot) => {
-                entry.stamp_new(now, Some(slot), decay);
+                entry.stamp_new(now, Some(slot), tuning);
                 Some(std::mem::replace(slot, entry))
             }
             None => {
-                entry.stamp_new(now, None, decay);
+                entry.stamp_new(now, None, tuning);
                 table.keys.insert(hash, entry, ());
                 None
             }
@@ -1269,11 +1280,20 @@ mod tests {
         let ks = Keyspace::new(2, 4);
         let mut k = ks.lock_all();
         let now = k.now();
+        // Without an LFU policy an entry keeps its last access time.
+        k.set(0, b"a", s(b"1"));
+        let e = k.get_read_no_touch(0, b"a").unwrap();
+        assert_eq!(e.idle_secs(now), 0);
+        assert_eq!(e.idle_secs(now + 5_000), 5);
+        // Under an LFU policy, a counter instead.
+        ks.set_lfu_tuning(LfuTuning {
+            lfu: true,
+            ..LfuTuning::default()
+        });
+        k.remove(0, b"a");
         k.set(0, b"a", s(b"1"));
         let e = k.get_read_no_touch(0, b"a").unwrap();
         assert_eq!(e.lfu_freq(now, 1), LFU_INIT_VAL);
-        assert_eq!(e.idle_secs(now), 0);
-        assert_eq!(e.idle_secs(now + 5_000), 5);
         // One decay period per `decay_minutes` without access.
         assert_eq!(e.lfu_freq(now + 3 * 60_000, 1), LFU_INIT_VAL - 3);
         assert_eq!(e.lfu_freq(now + 3 * 60_000, 0), LFU_INIT_VAL);
@@ -1281,6 +1301,7 @@ mod tests {
         // With a log factor of 0 every access increments the counter. (One
         // view, so one clock reading: no decay can sneak in.)
         ks.set_lfu_tuning(LfuTuning {
+            lfu: true,
             log_factor: 0,
             decay_minutes: 1,
         });
@@ -1336,6 +1357,10 @@ mod tests {
         // the counter grows: Redis's table has ~10 after 100 hits and ~18
         // after 1000. Wide bounds: the increments are random.
         let ks = Keyspace::new(1, 1);
+        ks.set_lfu_tuning(LfuTuning {
+            lfu: true,
+            ..LfuTuning::default()
+        });
         let mut k = ks.lock_all();
         let now = k.now();
         k.set(0, b"a", s(b"1"));
@@ -1359,6 +1384,7 @@ mod tests {
     fn counter_saturates_and_flush_reports_keys() {
         let ks = Keyspace::new(1, 2);
         ks.set_lfu_tuning(LfuTuning {
+            lfu: true,
             log_factor: 0,
             decay_minutes: 0,
         });

@@ -42,6 +42,10 @@ pub struct LoadOptions {
     pub databases: usize,
     /// `rdbchecksum`: verify the file's checksum (when it has one).
     pub verify_checksum: bool,
+    /// `maxmemory-policy` is an LFU one: keys take the file's access
+    /// counters (FREQ); otherwise its idle times (IDLE), as Redis's
+    /// `objectSetLRUOrLFU` (an entry keeps one or the other).
+    pub lfu: bool,
 }
 
 impl Default for LoadOptions {
@@ -53,6 +57,7 @@ impl Default for LoadOptions {
             list_fill: -2,
             databases: 16,
             verify_checksum: true,
+            lfu: false,
         }
     }
 }
@@ -443,11 +448,10 @@ impl<R: Read> Loader<R> {
                     };
                     let mut entry = Entry::new(value)
                         .with_expire(expire.map(|t| u64::try_from(t).unwrap_or(0)));
-                    if let Some(s) = idle {
-                        entry = entry.with_idle(s, now);
-                    }
-                    if let Some(f) = freq {
-                        entry = entry.with_freq(f, now);
+                    match (self.opts.lfu, idle, freq) {
+                        (false, Some(s), _) => entry = entry.with_idle(s, now),
+                        (true, _, Some(f)) => entry = entry.with_freq(f, now),
+                        _ => {}
                     }
                     return Ok(Some(Item::Entry {
                         db: self.db,

@@ -132,7 +132,11 @@ fn file_with(entries: &[(&[u8], Entry)], opts: &EncodeOptions) -> Vec<u8> {
 }
 
 fn load_all(bytes: &[u8]) -> Result<Vec<Item>, RdbError> {
-    let mut l = Loader::new(bytes)?;
+    load_all_with(bytes, LoadOptions::default())
+}
+
+fn load_all_with(bytes: &[u8], opts: LoadOptions) -> Result<Vec<Item>, RdbError> {
+    let mut l = Loader::with_options(bytes, opts)?;
     let mut items = Vec::new();
     while let Some(it) = l.next()? {
         items.push(it);
@@ -245,18 +249,40 @@ fn string_encodings_follow_redis() {
 #[test]
 fn idle_and_freq_round_trip() {
     let now = crate::clock::now_ms();
-    let e = Entry::new(s(b"v")).with_idle(1000, now).with_freq(77, now);
-    let opts = EncodeOptions {
+    let lru = EncodeOptions {
         lru_idle: true,
+        lfu_freq: false,
+        compress: false,
+    };
+    let e = Entry::new(s(b"v")).with_idle(1000, now);
+    let bytes = file_with(&[(b"k", e)], &lru);
+    let got = entries_of(load_all(&bytes).unwrap());
+    let idle = got[0].2.idle_secs(crate::clock::now_ms());
+    assert!((1000..1003).contains(&idle), "{idle}");
+    let lfu = EncodeOptions {
+        lru_idle: false,
         lfu_freq: true,
         compress: false,
     };
-    let bytes = file_with(&[(b"k", e)], &opts);
-    let got = entries_of(load_all(&bytes).unwrap());
-    let e = &got[0].2;
-    let idle = e.idle_secs(crate::clock::now_ms());
-    assert!((1000..1003).contains(&idle), "{idle}");
-    assert_eq!(e.lfu_freq(crate::clock::now_ms(), 0), 77);
+    let e = Entry::new(s(b"v")).with_freq(77, now);
+    let bytes = file_with(&[(b"k", e)], &lfu);
+    let opts = LoadOptions {
+        lfu: true,
+        ..LoadOptions::default()
+    };
+    let got = entries_of(load_all_with(&bytes, opts).unwrap());
+    assert_eq!(got[0].2.lfu_freq(crate::clock::now_ms(), 0), 77);
+    // A server under the other kind of policy ignores the file's figure:
+    // the key counts as accessed when stored.
+    let entry = entries_of(load_all(&bytes).unwrap()).remove(0).2;
+    let ks = crate::keyspace::Keyspace::new(1, 1);
+    let mut k = ks.lock_all();
+    k.set_entry(0, b"k", entry);
+    let idle = k
+        .get_read_no_touch(0, b"k")
+        .unwrap()
+        .idle_secs(crate::clock::now_ms());
+    assert!(idle < 3, "{idle}");
 }
 
 #[test]
