@@ -766,6 +766,45 @@ fn crash_run(dir: &Path, fsync: &str, writers: usize) -> (Vec<Acked>, Instant) {
     (acked, killed)
 }
 
+/// Under `appendfsync always` every reply waits for its command to be
+/// written and synced; with many pipelining clients, units staged while
+/// the writer is between reading its bound and taking the slots must
+/// still be written in the next round (a writer that slept on them held
+/// those replies forever). Each pipeline must be answered within seconds.
+#[test]
+fn appendfsync_always_answers_every_pipeline_under_load() {
+    let dir = temp_dir("always-load");
+    let srv = start_aof(&dir, &["--appendfsync", "always", "--threads", "2"]);
+    let port = srv.port;
+    let deadline = Instant::now() + Duration::from_secs(4);
+    let handles: Vec<_> = (0..12)
+        .map(|i| {
+            std::thread::spawn(move || {
+                let mut con = redis_conn(port);
+                con.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                let mut pipelines = 0u64;
+                while Instant::now() < deadline {
+                    let mut p = redis::pipe();
+                    for j in 0..16 {
+                        p.cmd("SET")
+                            .arg(format!("k{i}:{j}"))
+                            .arg(pipelines)
+                            .ignore();
+                    }
+                    if let Err(e) = p.query::<()>(&mut con) {
+                        panic!("client {i}: pipeline {pipelines} got no reply: {e}");
+                    }
+                    pipelines += 1;
+                }
+                pipelines
+            })
+        })
+        .collect();
+    let total: u64 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+    assert!(total > 100, "only {total} pipelines answered");
+    shutdown(srv);
+}
+
 #[test]
 fn appendfsync_always_keeps_every_acknowledged_write_across_kill_9() {
     for round in 0..3 {

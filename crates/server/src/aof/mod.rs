@@ -75,6 +75,7 @@ const BATCH_DELAY: Duration = Duration::from_millis(1);
 pub type Op = (usize, Vec<u8>);
 
 /// What the writer must do next (the units themselves wait in slots).
+#[derive(Default)]
 struct Feed {
     /// A slot went from empty to holding units since the writer's last
     /// take.
@@ -86,6 +87,24 @@ struct Feed {
     events: Vec<(u64, Option<File>)>,
     /// Write and sync what is left, then end the writer thread (shutdown).
     stop: bool,
+}
+
+impl Feed {
+    /// Something must be done at once: an event, or shutdown.
+    fn urgent(&self) -> bool {
+        !self.events.is_empty() || self.stop
+    }
+
+    /// The writer has nothing to do until woken: no slot was fed since its
+    /// last take, nothing is urgent, and `merger` holds no unit it took.
+    /// (A unit numbered after a round read its bound, but staged before
+    /// the round took the slots, is taken and then held back by the bound;
+    /// its feed found the slot non-empty, so it set no `fed`: without the
+    /// merger check the writer would sleep on it, and under `appendfsync
+    /// always` its client's reply with it.)
+    fn idle(&self, merger: &Merger) -> bool {
+        !self.fed && !self.urgent() && merger.is_empty()
+    }
 }
 
 /// The AOF's shared state.
@@ -138,11 +157,7 @@ impl Aof {
             fsync: AtomicU8::new(Fsync::EverySec as u8),
             seq: AtomicU64::new(0),
             slots: (0..=workers).map(|_| Slot::default()).collect(),
-            feed: Mutex::new(Feed {
-                fed: false,
-                events: Vec::new(),
-                stop: false,
-            }),
+            feed: Mutex::new(Feed::default()),
             feed_cond: Condvar::new(),
             synced: AtomicU64::new(0),
             waiting: (0..workers).map(|_| AtomicBool::new(false)).collect(),
@@ -503,21 +518,19 @@ pub fn run_writer(server: Arc<Server>) {
     loop {
         let (events, stop) = {
             let mut f = aof.feed.lock();
-            let urgent = |f: &Feed| !f.events.is_empty() || f.stop;
-            let idle = |f: &Feed| !f.fed && !urgent(f);
             if !data.is_empty() {
-                if idle(&f) {
+                if f.idle(&merger) {
                     aof.feed_cond.wait_for(&mut f, Duration::from_secs(1));
                 }
-            } else if aof.fsync_policy() != Fsync::Always && f.fed && !urgent(&f) {
+            } else if aof.fsync_policy() != Fsync::Always && f.fed && !f.urgent() {
                 // No one waits for these units: let a batch gather so one
                 // write() carries many commands (perf: a write per few
                 // commands, and waking this thread per command, cost the
                 // workers a fifth of their throughput under everysec).
                 let deadline = Instant::now() + BATCH_DELAY;
-                while !urgent(&f) && !aof.feed_cond.wait_until(&mut f, deadline).timed_out() {}
+                while !f.urgent() && !aof.feed_cond.wait_until(&mut f, deadline).timed_out() {}
             } else {
-                while idle(&f) {
+                while f.idle(&merger) {
                     let wait = if dirty_since_fsync {
                         Duration::from_secs(1).saturating_sub(last_fsync.elapsed())
                     } else {
@@ -701,4 +714,47 @@ pub fn short_read_advice(file: &str) -> String {
          1) Make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>. \
          2) Alternatively you can set the 'aof-load-truncated' configuration option to yes and restart the server."
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The interleaving that once held `appendfsync always` replies
+    /// forever: a unit staged behind another one between the writer
+    /// reading its bound and taking the slots.
+    #[test]
+    fn the_writer_does_not_sleep_on_a_unit_it_took_but_could_not_write() {
+        let slots = [Slot::default()];
+        let mut merger = Merger::new(1);
+        let mut feed = Feed::default();
+        let mut seq = 0;
+        let mut stage = |slot: &Slot, feed: &mut Feed| {
+            let mut unit = Unit::default();
+            unit.push_command(0, &["SET", "k", "v"]);
+            let (_, was_empty) = slot.stage(&mut unit, || {
+                seq += 1;
+                seq - 1
+            });
+            feed.fed |= was_empty;
+        };
+        stage(&slots[0], &mut feed);
+        // The writer's round: clears `fed`, reads its bound (one unit)...
+        assert!(!feed.idle(&merger));
+        feed.fed = false;
+        let bound = 1;
+        // ... a second unit is staged behind the first, setting no `fed` ...
+        stage(&slots[0], &mut feed);
+        assert!(!feed.fed);
+        // ... and the round takes both but may write only the first.
+        merger.take(&slots);
+        let mut out = Vec::new();
+        merger.emit_until(bound, &mut out);
+        assert!(!out.is_empty());
+        assert!(!feed.idle(&merger), "the writer must go round again");
+        out.clear();
+        merger.emit_until(2, &mut out);
+        assert!(!out.is_empty());
+        assert!(feed.idle(&merger));
+    }
 }
