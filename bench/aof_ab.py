@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
-"""Usage: bench/aof_ab.py OLD_BIN NEW_BIN ROUNDS
+"""Usage: bench/aof_ab.py OLD_BIN NEW_BIN ROUNDS [REQUESTS]
 
 Alternating A/B of two Vireo builds with bench/persistence.py's own SET
-benchmark (-n 300000 -c 50 -P 16 -d 64 -r 100000): per round, each build
-with appendonly off, everysec and always, in turn; medians."""
+benchmark (-n REQUESTS -c 50 -P 16 -d 64 -r 100000; REQUESTS defaults to
+300000, about half a second: use millions for steadier figures): per
+round, each build with appendonly off, everysec and always, in turn;
+medians."""
 import sys, statistics, tempfile, shutil
 sys.path.insert(0, __import__("os").path.dirname(__file__))
 import persistence as p
 builds = {"base": sys.argv[1], "new": sys.argv[2]}
 rounds = int(sys.argv[3])
+requests = int(sys.argv[4]) if len(sys.argv) > 4 else 300000
 modes = [("off", ["--appendonly", "no"]),
          ("everysec", ["--appendonly", "yes", "--appendfsync", "everysec"]),
          ("always", ["--appendonly", "yes", "--appendfsync", "always"])]
@@ -20,7 +23,7 @@ for r in range(rounds):
             d = tempfile.mkdtemp(prefix="vireo-ab-")
             s = p.ServerProc("vireo", builds[b], d, extra)
             s.wait_ready()
-            res[(b, m)].append(p.benchmark_set(s.port, 300000, 100000))
+            res[(b, m)].append(p.benchmark_set(s.port, requests, 100000))
             s.stop()
             shutil.rmtree(d, ignore_errors=True)
     print("round", r, {k: v[-1] for k, v in res.items()}, flush=True)
