@@ -82,6 +82,12 @@ enum State {
     MultibulkArgs,
 }
 
+/// Argument ranges kept between commands (16 KiB); more is freed when the
+/// parser goes idle.
+const KEEP_RANGES: usize = 1024;
+/// Inline argument bytes kept between commands.
+const KEEP_SCRATCH: usize = 64 * 1024;
+
 /// Resumable command parser; keep one per connection.
 ///
 /// All progress on a partially received command (position, arguments found,
@@ -242,6 +248,28 @@ impl Parser {
                 .saturating_sub(self.last_len),
             _ => 0,
         }
+    }
+
+    /// Gives back the memory of a big command's argument list once the
+    /// parser is between commands, as Redis frees a big `argv`: a client
+    /// that once sent 100,000 arguments and then went quiet does not keep
+    /// room for them. Call when the input is drained; a partly parsed
+    /// command keeps its arguments.
+    pub fn shrink_if_idle(&mut self) {
+        if self.state != State::Idle {
+            return;
+        }
+        if self.ranges.capacity() > KEEP_RANGES {
+            self.ranges = Vec::new();
+        }
+        if self.scratch.capacity() > KEEP_SCRATCH {
+            self.scratch = Vec::new();
+        }
+    }
+
+    /// Bytes the parser holds for arguments (a client's `argv-mem`).
+    pub fn memory(&self) -> usize {
+        self.ranges.capacity() * std::mem::size_of::<(usize, usize)>() + self.scratch.capacity()
     }
 
     /// Abandons any partially parsed command (e.g. when the connection's
@@ -640,6 +668,32 @@ mod tests {
 
     fn v(items: &[&str]) -> Vec<Vec<u8>> {
         items.iter().map(|s| s.as_bytes().to_vec()).collect()
+    }
+
+    #[test]
+    fn a_big_commands_argument_list_is_freed_between_commands() {
+        let n = 5000;
+        let mut big = format!("*{n}\r\n").into_bytes();
+        for _ in 0..n {
+            big.extend_from_slice(b"$1\r\nx\r\n");
+        }
+        let mut p = Parser::new();
+        let limits = ParseLimits::default();
+        // Half of it: the parser is mid-command and keeps its arguments.
+        assert_eq!(p.parse(&big[..big.len() / 2], &limits), Ok(None));
+        let held = p.memory();
+        assert!(held > KEEP_RANGES * 16, "{held}");
+        p.shrink_if_idle();
+        assert_eq!(p.memory(), held);
+        assert_eq!(p.parse(&big, &limits), Ok(Some(big.len())));
+        assert_eq!(p.args(&big).len(), n);
+        p.shrink_if_idle();
+        assert_eq!(p.memory(), 0);
+        // Small commands keep their (reused) room.
+        let small = b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n";
+        assert_eq!(p.parse(small, &limits), Ok(Some(small.len())));
+        p.shrink_if_idle();
+        assert!(p.memory() > 0);
     }
 
     #[test]

@@ -197,12 +197,12 @@ impl Conn {
                     bump(&stats.reads_processed, 1);
                     self.process_input(server)?;
                     if trust_short_reads && n < room {
-                        self.input.shrink_if_idle();
+                        self.shrink_if_idle();
                         return Ok(false);
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    self.input.shrink_if_idle();
+                    self.shrink_if_idle();
                     return Ok(false);
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -306,14 +306,22 @@ impl Conn {
         Ok(())
     }
 
+    /// Gives back a big command's input and argument memory once the
+    /// socket is drained and the command ran.
+    fn shrink_if_idle(&mut self) {
+        self.input.shrink_if_idle();
+        self.parser.shrink_if_idle();
+    }
+
     /// Bytes this connection holds, counted as Redis's
     /// `getClientMemoryUsage` counts a client: the query buffer and the
     /// output buffer as allocated, the connection's own structure, the
-    /// queued transaction and the WATCH list. Arguments are slices of the
-    /// query buffer here, so they are already in it.
+    /// argument list (the arguments themselves are slices of the query
+    /// buffer), the queued transaction and the WATCH list.
     pub fn memory_usage(&self) -> usize {
         std::mem::size_of::<Conn>()
             + self.input.buf.capacity()
+            + self.parser.memory()
             + self.out.capacity()
             + self.session.multi_memory()
     }
