@@ -538,6 +538,18 @@ impl<K: Borrow<[u8]>, V> Dict<K, V> {
         None
     }
 
+    /// Inserts an entry whose key the caller knows is absent (it just
+    /// looked): no second walk of the bucket chain. Returns its arena
+    /// position.
+    ///
+    /// # Panics
+    ///
+    /// If the table would exceed 2^32 - 1 entries.
+    pub fn insert_absent(&mut self, hash: u64, key: K, value: V) -> usize {
+        debug_assert!(self.find(hash as u32, key_bytes(&key)).is_none());
+        self.push_new(hash as u32, key, value)
+    }
+
     /// Returns the value for `key`, first inserting the entry built by
     /// `make` if the key is absent: one lookup instead of `get_mut` followed
     /// by `insert` (e.g. `LPUSH` creating a list). The key `make` returns
@@ -590,6 +602,13 @@ impl<K: Borrow<[u8]>, V> Dict<K, V> {
         self.slots
             .get(i)
             .map(|slot| (u64::from(slot.hash), &slot.key, &slot.value))
+    }
+
+    /// Mutable access to the stored key at arena position `i` (see
+    /// [`Dict::position`]); the same caveat as [`Dict::get_key_mut`]: its
+    /// bytes must not change.
+    pub fn key_at_mut(&mut self, i: usize) -> Option<&mut K> {
+        self.slots.get_mut(i).map(|slot| &mut slot.key)
     }
 
     /// Makes room for at least `additional` more entries without further

@@ -548,6 +548,21 @@ impl<'a> Keys<'a> {
         std::mem::take(&mut self.expired)
     }
 
+    /// The arena position of `key` in its (held) shard, found with one walk
+    /// of its bucket chain; None when absent, or when its TTL passed, in
+    /// which case it is deleted and recorded (the rare case walks again).
+    /// Positions stay valid until an entry is removed from the table.
+    fn find_live(&mut self, db: usize, hash: u64, key: &[u8]) -> Option<usize> {
+        let now = self.now;
+        let keys = &self.shard(hash).dbs[db].keys;
+        let i = keys.position(hash, key)?;
+        if keys.at(i).is_some_and(|(_, e, ())| e.is_expired(now)) {
+            self.expire_held(db, hash, key);
+            return None;
+        }
+        Some(i)
+    }
+
     /// Deletes `key` from its (held) shard if its TTL passed, recording it.
     fn expire_held(&mut self, db: usize, hash: u64, key: &[u8]) -> bool {
         let now = self.now;
@@ -670,16 +685,12 @@ impl<'a> Keys<'a> {
         let hash = hash_key(key);
         let now = self.now;
         let tuning = self.ks.lfu_tuning();
-        let expired = self.expire_held(db, hash, key);
+        let found = self.find_live(db, hash, key);
         let shard = self.shard(hash);
         if change {
             shard.preserve(db, hash, key);
         }
-        let entry = if expired {
-            None
-        } else {
-            shard.dbs[db].keys.get_key_mut(hash, key)
-        };
+        let entry = found.and_then(|i| shard.dbs[db].keys.key_at_mut(i));
         if stats {
             match entry {
                 Some(_) => shard.stats.keyspace_hits += 1,
@@ -815,19 +826,19 @@ impl<'a> Keys<'a> {
         let hash = hash_key(key);
         let now = self.now;
         let tuning = self.ks.lfu_tuning();
-        self.expire_held(db, hash, key);
+        let found = self.find_live(db, hash, key);
         let shard = self.shard(hash);
         shard.preserve(db, hash, key);
         let table = &mut shard.dbs[db];
         let new_ttl = entry.expire_at().is_some();
-        let old = match table.keys.get_key_mut(hash, key) {
+        let old = match found.and_then(|i| table.keys.key_at_mut(i)) {
             Some(slot) => {
                 entry.stamp_new(now, Some(slot), tuning);
                 Some(std::mem::replace(slot, entry))
             }
             None => {
                 entry.stamp_new(now, None, tuning);
-                table.keys.insert(hash, entry, ());
+                table.keys.insert_absent(hash, entry, ());
                 None
             }
         };
