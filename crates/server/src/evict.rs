@@ -10,10 +10,10 @@
 //! ascending-order locking protocol and never touches the keys of a
 //! command or transaction that is running.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 use vireo_store::clock::now_us;
 use vireo_store::{EvictionPool, Policy};
 
@@ -31,11 +31,17 @@ pub enum EvictResult {
     Fail,
 }
 
+/// Number of candidate pools: more than the threads that evict at once.
+const POOLS: usize = 8;
+
 /// Eviction state shared by all threads.
 #[derive(Default)]
 pub struct Evictor {
-    /// The candidate pool; also serializes evicting threads.
-    pool: Mutex<EvictionPool>,
+    /// Candidate pools. A thread evicting takes the first free one from a
+    /// start of its own, so workers over the limit at the same time evict
+    /// side by side instead of queueing on one lock, each pool with its
+    /// own shard cursor and candidates.
+    pools: [Mutex<EvictionPool>; POOLS],
     /// When the current period over the limit began (µs since the epoch),
     /// 0 when under it.
     exceeded_since_us: AtomicU64,
@@ -65,7 +71,9 @@ impl Evictor {
 
     fn record(&self, result: EvictResult) {
         let since = self.exceeded_since_us.load(Ordering::Relaxed);
-        let now = now_us().max(1);
+        // The clock is read only when a period starts or ends, not on every
+        // command of a write load that keeps memory at the limit.
+        let now = || now_us().max(1);
         match result {
             // Only the thread that ends the period adds it to the total.
             EvictResult::Ok
@@ -76,12 +84,12 @@ impl Evictor {
                         .is_ok() =>
             {
                 self.exceeded_total_us
-                    .fetch_add(now.saturating_sub(since), Ordering::Relaxed);
+                    .fetch_add(now().saturating_sub(since), Ordering::Relaxed);
             }
             EvictResult::Running | EvictResult::Fail if since == 0 => {
                 let _ = self.exceeded_since_us.compare_exchange(
                     0,
-                    now,
+                    now(),
                     Ordering::Relaxed,
                     Ordering::Relaxed,
                 );
@@ -92,7 +100,22 @@ impl Evictor {
 
     /// Forgets the pooled candidates (the policy changed).
     pub fn clear_pool(&self) {
-        self.pool.lock().clear();
+        for pool in &self.pools {
+            pool.lock().clear();
+        }
+    }
+
+    /// A pool for this thread: its own when free, else the next free one,
+    /// else (all taken) its own once released.
+    fn lock_pool(&self) -> MutexGuard<'_, EvictionPool> {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        thread_local! {
+            static OWN: usize = NEXT.fetch_add(1, Ordering::Relaxed) % POOLS;
+        }
+        let own = OWN.with(|own| *own);
+        (0..POOLS)
+            .find_map(|k| self.pools[(own + k) % POOLS].try_lock())
+            .unwrap_or_else(|| self.pools[own].lock())
     }
 }
 
@@ -149,9 +172,13 @@ fn evict_until_under(server: &Server, limit: u64) -> EvictResult {
             .load(Ordering::Relaxed),
     );
     let lazy = config.hot.lazyfree_lazy_eviction.load(Ordering::Relaxed);
-    let start = Instant::now();
-    let over_budget = || budget.is_some_and(|b| start.elapsed() >= b);
-    let mut pool = server.evictor.pool.lock();
+    // Most calls evict a key or two and return, so the clock only starts
+    // at the first check (after 16 keys): a budget of n µs allows n µs
+    // plus the time of 16 evictions.
+    let mut start = None;
+    let mut over_budget =
+        || budget.is_some_and(|b| start.get_or_insert_with(Instant::now).elapsed() >= b);
+    let mut pool = server.evictor.lock_pool();
     let mut evicted = 0u64;
     while used_for_eviction(server) > limit {
         let mut log = |db: usize, key: &[u8]| crate::aof::log_deletion(server, db, key, lazy);
@@ -196,6 +223,17 @@ fn wait_for_lazy_free(server: &Server, limit: u64, budget: Option<Duration>) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_thread_evicting_passes_over_the_pools_others_hold() {
+        let evictor = Evictor::default();
+        let held: Vec<_> = (0..POOLS).map(|_| evictor.lock_pool()).collect();
+        for (i, a) in held.iter().enumerate() {
+            for b in &held[i + 1..] {
+                assert!(!std::ptr::eq(&**a, &**b), "one pool handed out twice");
+            }
+        }
+    }
 
     #[test]
     fn tenacity_maps_to_redis_time_limits() {

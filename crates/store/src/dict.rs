@@ -82,6 +82,22 @@ fn next_cursor(cursor: u64, mask: u64) -> u64 {
         .reverse_bits()
 }
 
+/// Asks the CPU to start loading the cache line holding `*p`, so that a
+/// later read finds it there; a hint with no effect on what is read.
+#[inline]
+pub(crate) fn prefetch_read<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch never faults and does not dereference in the
+    // language's sense, whatever the address; SSE is part of x86_64's
+    // baseline. Exercised by every eviction test (sampling prefetches).
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(p.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 /// Greatest common divisor (Euclid), used to pick a sampling stride.
 fn gcd(mut a: usize, mut b: usize) -> usize {
     while b != 0 {
@@ -290,8 +306,7 @@ impl<K, V> Dict<K, V> {
         Some((&slot.key, &slot.value))
     }
 
-    /// Reports up to `n` sampled entries to `f`, for eviction and active
-    /// expiry sampling.
+    /// Reports up to `n` sampled entries to `f`, for eviction sampling.
     ///
     /// If `n >= len` every entry is reported once. Otherwise exactly `n`
     /// distinct entries are reported: the arena is walked from a random
@@ -299,7 +314,23 @@ impl<K, V> Dict<K, V> {
     /// is uniformly distributed, no entry repeats, and the cost is O(n)
     /// regardless of how sparse the bucket array is. (Callers must not rely
     /// on distinctness; the contract is "up to `n`, may repeat".)
-    pub fn sample(&self, rng: &mut fastrand::Rng, n: usize, mut f: impl FnMut(&K, &V)) {
+    ///
+    /// Sampled entries are scattered over memory, so each is a cache miss,
+    /// and again for whatever the key points to. Entries are therefore
+    /// taken in groups: their slots are prefetched, then `prefetch` is
+    /// called on each key (to prefetch what it points to), and only then
+    /// is `f` called, so the misses of a group overlap instead of queueing
+    /// (under eviction, reading the sampled keys' access clocks was 20% of
+    /// a worker's time, nearly all of it waiting on memory).
+    pub fn sample(
+        &self,
+        rng: &mut fastrand::Rng,
+        n: usize,
+        prefetch: impl Fn(&K),
+        mut f: impl FnMut(&K, &V),
+    ) {
+        /// Entries whose misses overlap; Redis's default sample is 5.
+        const GROUP: usize = 16;
         let len = self.slots.len();
         if n == 0 || len == 0 {
             return;
@@ -316,14 +347,27 @@ impl<K, V> Dict<K, V> {
             .find(|&s| gcd(s, len) == 1)
             .unwrap_or(1);
         let mut i = rng.usize(..len);
-        for _ in 0..n {
-            let slot = &self.slots[i];
-            f(&slot.key, &slot.value);
-            // i, stride < len <= u32::MAX, so the sum cannot overflow.
-            i += stride;
-            if i >= len {
-                i -= len;
+        let mut group = [0usize; GROUP];
+        let mut left = n;
+        while left > 0 {
+            let picked = &mut group[..left.min(GROUP)];
+            for p in picked.iter_mut() {
+                *p = i;
+                prefetch_read(&self.slots[i]);
+                // i, stride < len <= u32::MAX, so the sum cannot overflow.
+                i += stride;
+                if i >= len {
+                    i -= len;
+                }
             }
+            for &p in picked.iter() {
+                prefetch(&self.slots[p].key);
+            }
+            for &p in picked.iter() {
+                let slot = &self.slots[p];
+                f(&slot.key, &slot.value);
+            }
+            left -= picked.len();
         }
     }
 
@@ -1257,12 +1301,12 @@ mod tests {
         let mut rng = fastrand::Rng::with_seed(9);
         let mut d = D::new();
         let mut out = Vec::new();
-        d.sample(&mut rng, 5, |k, _| out.push(k.clone()));
+        d.sample(&mut rng, 5, |_| {}, |k, _| out.push(k.clone()));
         assert!(out.is_empty());
         for i in 0..3 {
             ins(&mut d, &k(i), 0);
         }
-        d.sample(&mut rng, 5, |k, _| out.push(k.clone()));
+        d.sample(&mut rng, 5, |_| {}, |k, _| out.push(k.clone()));
         out.sort();
         assert_eq!(
             out,
@@ -1274,11 +1318,14 @@ mod tests {
             ins(&mut d, &k(i), 0);
         }
         let mut covered = HashSet::new();
-        for n in [0usize, 1, 5, 16, 999] {
+        for n in [0usize, 1, 5, 16, 17, 999] {
             for _ in 0..200 {
                 let mut got = Vec::new();
-                d.sample(&mut rng, n, |k, _| got.push(k.clone()));
+                let prefetched = std::cell::RefCell::new(Vec::new());
+                let prefetch = |k: &Vec<u8>| prefetched.borrow_mut().push(k.clone());
+                d.sample(&mut rng, n, prefetch, |k, _| got.push(k.clone()));
                 assert_eq!(got.len(), n);
+                assert_eq!(*prefetched.borrow(), got, "each key is prefetched");
                 for key in &got {
                     assert!(d.contains_key(hash_key(key), key));
                 }
@@ -1288,7 +1335,7 @@ mod tests {
             }
         }
         assert_eq!(covered.len(), 1000);
-        d.sample(&mut rng, 1000, |_, _| {});
+        d.sample(&mut rng, 1000, |_| {}, |_, _| {});
     }
 
     #[test]

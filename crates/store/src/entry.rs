@@ -280,6 +280,12 @@ unsafe impl Send for Entry {}
 unsafe impl Sync for Entry {}
 
 impl Entry {
+    /// Starts loading the entry's header and key into the cache, for a
+    /// caller about to read several scattered entries (eviction sampling).
+    pub(crate) fn prefetch(&self) {
+        crate::dict::prefetch_read(self.block.as_ptr());
+    }
+
     /// A persistent entry with an empty key, with fresh access metadata once
     /// stored.
     pub fn new(value: Value) -> Self {
