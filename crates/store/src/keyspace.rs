@@ -831,6 +831,7 @@ impl<'a> Keys<'a> {
         shard.preserve(db, hash, key);
         let table = &mut shard.dbs[db];
         let new_ttl = entry.expire_at().is_some();
+        let mut added_at = None;
         let old = match found.and_then(|i| table.keys.key_at_mut(i)) {
             Some(slot) => {
                 entry.stamp_new(now, Some(slot), tuning);
@@ -838,7 +839,7 @@ impl<'a> Keys<'a> {
             }
             None => {
                 entry.stamp_new(now, None, tuning);
-                table.keys.insert_absent(hash, entry, ());
+                added_at = Some(table.keys.insert_absent(hash, entry, ()));
                 None
             }
         };
@@ -847,6 +848,9 @@ impl<'a> Keys<'a> {
             table.volatile.add(hash);
         } else if old_ttl && !new_ttl {
             table.volatile.remove(hash);
+        }
+        if let Some(i) = added_at {
+            shard.mark_added(db, i);
         }
         old
     }
