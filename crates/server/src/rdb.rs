@@ -213,7 +213,7 @@ fn start_snapshot(server: &Arc<Server>) -> Result<Receiver<SaveOutcome>, SaveErr
     let spawned = std::thread::Builder::new()
         .name("vireo-rdb-writer".into())
         .spawn(move || {
-            lower_thread_priority();
+            run_when_idle();
             let Ok(Some((cut, dirty_at_cut))) = cut_rx.recv() else {
                 let _ = std::fs::remove_file(&temp);
                 return;
@@ -272,7 +272,7 @@ fn start_snapshot(server: &Arc<Server>) -> Result<Receiver<SaveOutcome>, SaveErr
     let driving = std::thread::Builder::new()
         .name("vireo-snapshot".into())
         .spawn(move || {
-            lower_thread_priority();
+            run_when_idle();
             driver.keyspace.drive_snapshot()
         });
     if driving.is_err() {
@@ -687,20 +687,18 @@ pub fn load_at_startup(server: &Server) -> Result<(), String> {
     Ok(())
 }
 
-/// The nice value of the threads that serialize and write a snapshot.
-const SNAPSHOT_NICE: i32 = 10;
-
-/// Makes the calling thread yield the CPU to the workers when both want
-/// it: a snapshot on a busy server then takes longer instead of taking
-/// throughput away from clients.
-fn lower_thread_priority() {
-    // SAFETY: gettid and setpriority take plain integers and touch no
-    // memory of ours; on Linux PRIO_PROCESS with a thread id changes that
-    // thread only.
-    let done = unsafe {
-        let tid = libc::gettid() as libc::id_t;
-        libc::setpriority(libc::PRIO_PROCESS, tid, SNAPSHOT_NICE)
-    };
+/// Makes the calling thread run only on a CPU nothing else wants
+/// (Linux's `SCHED_IDLE`), for the threads that serialize and write a
+/// snapshot: on a busy server the snapshot takes longer instead of taking
+/// throughput from clients. A lower nice value is not enough: a worker
+/// woken by its client then still waits for the snapshot thread's time
+/// slice to end, while a `SCHED_IDLE` thread gives way at once. It still
+/// gets a sliver of a saturated CPU, so a snapshot always finishes.
+pub(crate) fn run_when_idle() {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: `param` is a valid sched_param that outlives the call; pid 0
+    // means the calling thread on Linux.
+    let done = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
     if done != 0 {
         tracing::debug!("could not lower the snapshot thread's priority");
     }
@@ -710,22 +708,22 @@ fn lower_thread_priority() {
 mod tests {
     use super::*;
 
-    /// The nice value of the calling thread.
-    fn thread_nice() -> i32 {
-        // SAFETY: as in `lower_thread_priority`.
-        unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t) }
+    /// The scheduling policy of the calling thread.
+    fn thread_policy() -> i32 {
+        // SAFETY: plain integer argument; pid 0 is the calling thread.
+        unsafe { libc::sched_getscheduler(0) }
     }
 
     #[test]
     fn snapshot_threads_yield_to_the_workers() {
-        let before = thread_nice();
+        let before = thread_policy();
         let lowered = std::thread::spawn(|| {
-            lower_thread_priority();
-            thread_nice()
+            run_when_idle();
+            thread_policy()
         })
         .join()
         .unwrap();
-        assert_eq!(lowered, SNAPSHOT_NICE);
-        assert_eq!(thread_nice(), before, "only the calling thread changes");
+        assert_eq!(lowered, libc::SCHED_IDLE);
+        assert_eq!(thread_policy(), before, "only the calling thread changes");
     }
 }

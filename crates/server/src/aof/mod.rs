@@ -667,6 +667,8 @@ fn wake_waiting_workers(server: &Server) {
 /// SET appendonly yes) and the automatic ones `auto-aof-rewrite-*` asks
 /// for.
 pub fn run_background(server: Arc<Server>) {
+    // Rewrites are snapshots: they yield the CPU to the workers.
+    crate::rdb::run_when_idle();
     let aof = &server.aof;
     while !server.shutting_down.load(Ordering::Acquire) {
         let requested = {

@@ -189,6 +189,7 @@ pub fn write_base(
     }
     std::thread::scope(|s| {
         let writer = s.spawn(|| -> std::io::Result<u64> {
+            crate::rdb::run_when_idle();
             let mut w = BufWriter::with_capacity(1 << 20, File::create(path)?);
             let mut size = 0;
             let mut crc = 0;
