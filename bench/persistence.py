@@ -228,6 +228,7 @@ def main():
     ap.add_argument("--vireo", default="target/release/vireo")
     ap.add_argument("--skip-aof", action="store_true")
     ap.add_argument("--skip-bgsave", action="store_true")
+    ap.add_argument("--base", help="a second Vireo binary, measured alongside in the BGSAVE table")
     args = ap.parse_args()
     if not args.skip_aof:
         aof_table(args.vireo, args.rounds, args.requests)
@@ -235,23 +236,33 @@ def main():
     if args.skip_bgsave:
         return
     dump = make_dataset(args.keys, args.vireo)
-    rows = {kind: [load_and_bgsave(kind, args.vireo, dump, args.keys)
-                   for _ in range(args.rounds)] for kind in ("vireo", "redis")}
+    # kind -> (server kind, binary); rounds alternate between the servers.
+    servers = {"vireo": ("vireo", args.vireo), "redis": ("redis", None)}
+    if args.base:
+        servers["base"] = ("vireo", args.base)
+    rows = {kind: [] for kind in servers}
+    for _ in range(args.rounds):
+        for kind, (server, binary) in servers.items():
+            rows[kind].append(load_and_bgsave(server, binary, dump, args.keys))
     shutil.rmtree(os.path.dirname(dump), ignore_errors=True)
     med = lambda kind, f: statistics.median(r[f] for r in rows[kind])
+    kinds = list(servers)
     print(f"{args.keys:,} keys (key:%012d, 16-byte values), medians of {args.rounds} runs:")
     print()
-    print("| figure | Vireo | Redis |")
-    print("|---|---|---|")
-    print(f"| start-up load of the dump (s) | {med('vireo', 'load_s'):.2f} | {med('redis', 'load_s'):.2f} |")
-    print(f"| RSS before BGSAVE (MB) | {med('vireo', 'rss_before_mb'):,.0f} | {med('redis', 'rss_before_mb'):,.0f} |")
-    print(f"| BGSAVE duration under SET load (s) | {med('vireo', 'bgsave_s'):.2f} | {med('redis', 'bgsave_s'):.2f} |")
-    print(f"| peak RSS during BGSAVE over before (%) | {med('vireo', 'peak_extra_pct'):.1f} | {med('redis', 'peak_extra_pct'):.1f} |")
-    print(f"| SET/s before BGSAVE | {med('vireo', 'normal'):,.0f} | {med('redis', 'normal'):,.0f} |")
-    print(f"| SET/s during BGSAVE | {med('vireo', 'during'):,.0f} | {med('redis', 'during'):,.0f} |")
-    v = med('vireo', 'during') / med('vireo', 'normal')
-    r = med('redis', 'during') / med('redis', 'normal')
-    print(f"| during / before | {v:.2f} | {r:.2f} |")
+    print("| figure | " + " | ".join(k.capitalize() for k in kinds) + " |")
+    print("|---" * (len(kinds) + 1) + "|")
+    for label, field, fmt in [
+        ("start-up load of the dump (s)", "load_s", "{:.2f}"),
+        ("RSS before BGSAVE (MB)", "rss_before_mb", "{:,.0f}"),
+        ("BGSAVE duration under SET load (s)", "bgsave_s", "{:.2f}"),
+        ("peak RSS during BGSAVE over before (%)", "peak_extra_pct", "{:.1f}"),
+        ("SET/s before BGSAVE", "normal", "{:,.0f}"),
+        ("SET/s during BGSAVE", "during", "{:,.0f}"),
+    ]:
+        print(f"| {label} | " + " | ".join(fmt.format(med(k, field)) for k in kinds) + " |")
+    # The ratio per run, then its median (runs differ in their baseline).
+    ratio = lambda kind: statistics.median(r["during"] / r["normal"] for r in rows[kind])
+    print("| during / before | " + " | ".join(f"{ratio(k):.2f}" for k in kinds) + " |")
     statuses = {kind: {x['status'] for x in rows[kind]} for kind in rows}
     print()
     print(f"bgsave status: {statuses}")
