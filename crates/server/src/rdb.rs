@@ -74,7 +74,22 @@ pub struct RdbState {
     /// Held while a dump is installed, so a superseded save cannot rename
     /// its file over a newer one.
     installing: parking_lot::Mutex<()>,
+    /// The running snapshot's progress as cron last saw it.
+    watch: parking_lot::Mutex<SnapshotWatch>,
 }
+
+/// A running snapshot's progress, for [`help_starved_snapshot`].
+#[derive(Default)]
+struct SnapshotWatch {
+    /// Shards left when last seen, and since when (Unix ms).
+    left: usize,
+    since_ms: u64,
+    /// A helper was started for this snapshot.
+    helped: bool,
+}
+
+/// A snapshot that finishes no shard for this long is taken to be starved.
+const STARVED_AFTER_MS: u64 = 1_000;
 
 impl Default for RdbState {
     fn default() -> Self {
@@ -98,6 +113,7 @@ impl Default for RdbState {
             cut_seq: AtomicU64::new(0),
             superseded_below: AtomicU64::new(0),
             installing: parking_lot::Mutex::new(()),
+            watch: parking_lot::Mutex::default(),
         }
     }
 }
@@ -503,8 +519,10 @@ pub fn bgsave(server: &Arc<Server>) -> Result<(), SaveError> {
 /// save, only every few seconds, as Redis does).
 pub fn cron(server: &Arc<Server>) {
     if server.keyspace.snapshot_in_progress() {
+        help_starved_snapshot(server);
         return;
     }
+    *server.rdb.watch.lock() = SnapshotWatch::default();
     let state = &server.rdb;
     if state.scheduled.swap(false, Ordering::AcqRel) {
         if let Err(e) = bgsave(server) {
@@ -527,6 +545,42 @@ pub fn cron(server: &Arc<Server>) {
         if let Err(e) = bgsave(server) {
             tracing::warn!("BGSAVE failed to start: {e}");
         }
+    }
+}
+
+/// Snapshot threads run only on idle CPU ([`run_when_idle`]); on a server
+/// whose CPUs never idle they would get a sliver and a save could take
+/// many times longer. When a running snapshot (a save or an AOF rewrite)
+/// finishes no shard for [`STARVED_AFTER_MS`], a helper at an ordinary
+/// (if lowered) priority drives it alongside until it is done.
+fn help_starved_snapshot(server: &Arc<Server>) {
+    let left = server.keyspace.snapshot_shards_left();
+    let now = now_ms();
+    let mut watch = server.rdb.watch.lock();
+    if left != watch.left {
+        watch.left = left;
+        watch.since_ms = now;
+        return;
+    }
+    if watch.helped || now.saturating_sub(watch.since_ms) < STARVED_AFTER_MS {
+        return;
+    }
+    watch.helped = true;
+    tracing::info!("the snapshot gets no idle CPU; driving it at a normal priority");
+    let helper = server.clone();
+    let spawned = std::thread::Builder::new()
+        .name("vireo-snap-help".into())
+        .spawn(move || {
+            // SAFETY: gettid and setpriority take plain integers and touch
+            // no memory of ours; PRIO_PROCESS with a thread id changes that
+            // thread only.
+            unsafe {
+                libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 10);
+            }
+            helper.keyspace.drive_snapshot();
+        });
+    if let Err(e) = spawned {
+        tracing::warn!("could not start a snapshot helper: {e}");
     }
 }
 
@@ -692,8 +746,9 @@ pub fn load_at_startup(server: &Server) -> Result<(), String> {
 /// snapshot: on a busy server the snapshot takes longer instead of taking
 /// throughput from clients. A lower nice value is not enough: a worker
 /// woken by its client then still waits for the snapshot thread's time
-/// slice to end, while a `SCHED_IDLE` thread gives way at once. It still
-/// gets a sliver of a saturated CPU, so a snapshot always finishes.
+/// slice to end, while a `SCHED_IDLE` thread gives way at once. On a
+/// server whose CPUs never idle, cron starts a helper
+/// ([`help_starved_snapshot`]) so the snapshot still finishes.
 pub(crate) fn run_when_idle() {
     let param = libc::sched_param { sched_priority: 0 };
     // SAFETY: `param` is a valid sched_param that outlives the call; pid 0

@@ -566,3 +566,41 @@ fn flushall_without_save_points_leaves_the_dump_alone() {
     let mut con = srv.conn();
     assert_eq!(ok(&mut con, &["DBSIZE"]), Value::Int(100));
 }
+
+/// The names of the server process's threads.
+fn thread_names(pid: u32) -> Vec<String> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|tasks| {
+            tasks
+                .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+                .map(|name| name.trim().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_snapshot_that_finishes_no_shard_for_a_second_gets_a_helper() {
+    let srv = Server::start(&[]);
+    let mut con = srv.conn();
+    // 20 keys a shard, each held back 0.1 s by the writer: the driver,
+    // waiting for the writer, finishes a shard every two seconds.
+    fill_keys(&mut con, 20_000);
+    ok(&mut con, &["CONFIG", "SET", "rdb-key-save-delay", "100000"]);
+    assert!(!thread_names(srv.pid())
+        .iter()
+        .any(|n| n == "vireo-snap-help"));
+    ok(&mut con, &["BGSAVE"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !thread_names(srv.pid())
+        .iter()
+        .any(|n| n == "vireo-snap-help")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "no helper for a stalled snapshot"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(info_field(&mut con, "rdb_bgsave_in_progress"), "1");
+}

@@ -362,6 +362,8 @@ impl Keyspace {
 
     /// Walks every shard the snapshot has not finished, a step per lock
     /// hold. When it returns, the snapshot begun before the call is done.
+    /// A second thread may drive the same snapshot alongside (to help a
+    /// starved driver): they share each shard's walk step by step.
     pub fn drive_snapshot(&self) {
         for i in 0..self.shards.len() {
             if !self.snapshot_in_progress() {
@@ -416,6 +418,12 @@ impl Keyspace {
     /// walked.
     pub fn snapshot_in_progress(&self) -> bool {
         self.snapshot_left.load(Ordering::Acquire) != 0
+    }
+
+    /// Shards the running snapshot has yet to finish (0 when none runs):
+    /// its progress, for noticing a driver that gets no CPU.
+    pub fn snapshot_shards_left(&self) -> usize {
+        self.snapshot_left.load(Ordering::Acquire)
     }
 
     /// Finishes the walk of a locked shard at once, if it is pending.
@@ -659,6 +667,38 @@ mod tests {
             }
             assert_eq!(*c.seen.lock(), cut, "seed {seed}");
         }
+    }
+
+    #[test]
+    fn two_drivers_share_the_walk_and_write_each_key_once() {
+        let ks = Arc::new(Keyspace::new(2, 8));
+        for i in 0..3000 {
+            put(&ks, i % 2, &format!("k{i}"), "cut");
+        }
+        let c = Arc::new(Collect::default());
+        ks.begin_snapshot(c.clone(), || {}).unwrap();
+        let writer = {
+            let ks = Arc::clone(&ks);
+            std::thread::spawn(move || {
+                for i in (0..3000).rev() {
+                    put(&ks, i % 2, &format!("k{i}"), "later");
+                }
+            })
+        };
+        let drivers: Vec<_> = (0..2)
+            .map(|_| {
+                let ks = Arc::clone(&ks);
+                std::thread::spawn(move || ks.drive_snapshot())
+            })
+            .collect();
+        for t in drivers.into_iter().chain([writer]) {
+            t.join().unwrap();
+        }
+        assert!(!ks.snapshot_in_progress());
+        let seen = c.seen.lock();
+        assert_eq!(seen.len(), 3000);
+        assert!(seen.values().all(|v| v == b"cut"));
+        assert_eq!(c.emitted.lock().iter().sum::<u64>(), 3000);
     }
 
     #[test]
