@@ -1,5 +1,6 @@
 //! Memory does not creep: a million SET/DEL cycles leave `used_memory`
-//! (the allocator's exact count) where it started.
+//! (the allocator's exact count) where it started. Transparent huge pages
+//! are off by default (`disable-thp`).
 
 mod common;
 
@@ -38,4 +39,29 @@ fn a_million_set_del_cycles_leave_memory_where_it_started() {
         (after - before).abs() < 512 * 1024,
         "used_memory went from {before} to {after} after 1M SET/DEL cycles"
     );
+}
+
+/// The `THP_enabled` line of a process's status: 0 once it disabled
+/// transparent huge pages for itself.
+fn thp_enabled(pid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("THP_enabled:"))
+        .map(|v| v.trim().to_string())
+        .unwrap_or_default()
+}
+
+#[test]
+fn transparent_huge_pages_are_off_unless_disable_thp_is_no() {
+    let srv = common::Server::start(&[]);
+    srv.conn();
+    let on_start = thp_enabled(std::process::id());
+    if on_start.is_empty() {
+        return; // a kernel that does not report it
+    }
+    assert_eq!(thp_enabled(srv.pid()), "0");
+    let srv = common::Server::start(&["--disable-thp", "no"]);
+    srv.conn();
+    assert_eq!(thp_enabled(srv.pid()), on_start);
 }
