@@ -81,7 +81,9 @@ pub struct RdbState {
 /// A running snapshot's progress, for [`help_starved_snapshot`].
 #[derive(Default)]
 struct SnapshotWatch {
-    /// Shards left when last seen, and since when (Unix ms).
+    /// Which snapshot, its shards left when last seen, and since when
+    /// (Unix ms).
+    snapshot: u64,
     left: usize,
     since_ms: u64,
     /// A helper was started for this snapshot.
@@ -554,9 +556,16 @@ pub fn cron(server: &Arc<Server>) {
 /// finishes no shard for [`STARVED_AFTER_MS`], a helper at an ordinary
 /// (if lowered) priority drives it alongside until it is done.
 fn help_starved_snapshot(server: &Arc<Server>) {
-    let left = server.keyspace.snapshot_shards_left();
+    let (snapshot, left) = server.keyspace.snapshot_progress();
     let now = now_ms();
     let mut watch = server.rdb.watch.lock();
+    if snapshot != watch.snapshot {
+        // The next snapshot began before cron saw the last one end.
+        *watch = SnapshotWatch {
+            snapshot,
+            ..SnapshotWatch::default()
+        };
+    }
     if left != watch.left {
         watch.left = left;
         watch.since_ms = now;

@@ -14,7 +14,7 @@
 //! [`Keyspace::lock_dynamic`], which locks one shard at a time.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -345,6 +345,8 @@ pub struct Keyspace {
     disposal: Arc<Disposal>,
     /// Shards the running snapshot has yet to visit; 0 when none runs.
     pub(crate) snapshot_left: AtomicUsize,
+    /// Snapshots begun so far, which tells one snapshot from the next.
+    pub(crate) snapshots_begun: AtomicU64,
 }
 
 impl Keyspace {
@@ -365,6 +367,7 @@ impl Keyspace {
             lfu_log_factor: AtomicU32::new(LfuTuning::default().log_factor),
             lfu_decay_minutes: AtomicU32::new(LfuTuning::default().decay_minutes),
             snapshot_left: AtomicUsize::new(0),
+            snapshots_begun: AtomicU64::new(0),
         }
     }
 

@@ -349,6 +349,7 @@ impl Keyspace {
             visitor,
             ready: Mutex::new(Vec::new()),
         });
+        self.snapshots_begun.fetch_add(1, Ordering::AcqRel);
         let mut guards: Vec<_> = self.shards.iter().map(|s| s.lock()).collect();
         let mut keys = 0;
         for g in &mut guards {
@@ -420,10 +421,14 @@ impl Keyspace {
         self.snapshot_left.load(Ordering::Acquire) != 0
     }
 
-    /// Shards the running snapshot has yet to finish (0 when none runs):
-    /// its progress, for noticing a driver that gets no CPU.
-    pub fn snapshot_shards_left(&self) -> usize {
-        self.snapshot_left.load(Ordering::Acquire)
+    /// The running snapshot's progress, for noticing a driver that gets
+    /// no CPU: which snapshot it is (a count of snapshots begun) and how
+    /// many shards it has yet to finish (0 when none runs).
+    pub fn snapshot_progress(&self) -> (u64, usize) {
+        (
+            self.snapshots_begun.load(Ordering::Acquire),
+            self.snapshot_left.load(Ordering::Acquire),
+        )
     }
 
     /// Finishes the walk of a locked shard at once, if it is pending.
@@ -613,12 +618,19 @@ mod tests {
         for i in 0..10 {
             put(&ks, 0, &format!("k{i}"), "v");
         }
-        for _ in 0..2 {
+        assert_eq!(ks.snapshot_progress(), (0, 0));
+        for n in 1..=2 {
             let c = Arc::new(Collect::default());
             ks.begin_snapshot(c.clone(), || {}).unwrap();
             assert_eq!(ks.begin_snapshot(c.clone(), || {}), Err(SnapshotBusy));
+            assert_eq!(
+                ks.snapshot_progress(),
+                (n, 4),
+                "a new snapshot, 4 shards to go"
+            );
             ks.drive_snapshot();
             assert!(!ks.snapshot_in_progress());
+            assert_eq!(ks.snapshot_progress(), (n, 0));
             assert_eq!(c.seen.lock().len(), 10);
         }
     }
