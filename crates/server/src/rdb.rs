@@ -524,7 +524,6 @@ pub fn cron(server: &Arc<Server>) {
         help_starved_snapshot(server);
         return;
     }
-    *server.rdb.watch.lock() = SnapshotWatch::default();
     let state = &server.rdb;
     if state.scheduled.swap(false, Ordering::AcqRel) {
         if let Err(e) = bgsave(server) {

@@ -16,11 +16,11 @@
 //!    key's entry as it was at the cut into the shard's [`Pending`] output
 //!    (serialized by the visitor on the thread of the command changing it,
 //!    so nothing but those bytes is kept) and marks its position for the
-//!    walk to pass over; a key added after the cut is marked the same way. Reads cost
-//!    nothing, a write at most the serialization of one entry, and a
-//!    command waits for the walk at most one step. FLUSHDB and SWAPDB,
-//!    which would have to write out whole tables, finish their shards'
-//!    walks first.
+//!    walk to pass over; a key added after the cut is marked the same
+//!    way. Reads cost nothing, a write at most the serialization of one
+//!    entry, and a command waits for the walk at most one step. FLUSHDB
+//!    and SWAPDB, which would have to write out whole tables, finish their
+//!    shards' walks first.
 //!
 //! Storage order is followed rather than the `SCAN` cursor because it reads
 //! memory sequentially: walking in bucket order took most of the driver's
@@ -117,16 +117,19 @@ pub(crate) struct Pending {
     /// The walk's position in `db`'s table: entries stored below it are
     /// out (see [`crate::dict::Dict::position`]).
     cursor: usize,
+    /// The shard's number of databases, to size `skip` and `kept`.
+    databases: usize,
 }
 
 impl Pending {
-    fn new(sink: Arc<Sink>) -> Self {
+    fn new(sink: Arc<Sink>, databases: usize) -> Self {
         Pending {
             sink,
             skip: Vec::new(),
             kept: Vec::new(),
             db: 0,
             cursor: 0,
+            databases,
         }
     }
 
@@ -139,12 +142,12 @@ impl Pending {
     }
 
     /// Sets or clears the skip bit of position `i` of `db`.
-    fn set_skip(&mut self, databases: usize, db: usize, i: usize, on: bool) {
+    fn set_skip(&mut self, db: usize, i: usize, on: bool) {
         if !on && !self.skips(db, i) {
             return;
         }
         if self.skip.is_empty() {
-            self.skip.resize_with(databases, Vec::new);
+            self.skip.resize_with(self.databases, Vec::new);
         }
         let bits = &mut self.skip[db];
         if bits.len() <= i / 64 {
@@ -157,14 +160,14 @@ impl Pending {
         }
     }
 
-    /// Serializes `entry` as `key`'s cut version, to go out with the
-    /// walk's next step. Serializing now costs the writer about what
+    /// Serializes `entry` as `key`'s cut version, to go out in a full
+    /// piece or with the walk's next step, whichever comes first. Serializing now costs the writer about what
     /// copying the entry would and keeps a fraction of the memory (for
     /// small values, a third: no copy of the entry and its key, no table
     /// of kept keys).
-    fn keep(&mut self, databases: usize, db: usize, key: &[u8], entry: &Entry) {
+    fn keep(&mut self, db: usize, key: &[u8], entry: &Entry) {
         if self.kept.is_empty() {
-            self.kept.resize_with(databases, Default::default);
+            self.kept.resize_with(self.databases, Default::default);
         }
         let visitor = &*self.sink.visitor;
         let (out, keys) = &mut self.kept[db];
@@ -214,21 +217,19 @@ impl Shard {
         if db == pending.db && i < pending.cursor || pending.skips(db, i) {
             return;
         }
-        let databases = self.dbs.len();
         if let Some((_, entry, ())) = keys.at(i) {
-            pending.keep(databases, db, entry.key(), entry);
+            pending.keep(db, entry.key(), entry);
         }
-        pending.set_skip(databases, db, i, true);
+        pending.set_skip(db, i, true);
     }
 
     /// A key was added at position `i` of `db`'s table: it did not exist
     /// at the cut, so the walk passes over it.
     #[inline]
     pub(crate) fn mark_added(&mut self, db: usize, i: usize) {
-        let databases = self.dbs.len();
         if let Some(pending) = self.pending.as_deref_mut() {
             if db >= pending.db {
-                pending.set_skip(databases, db, i, true);
+                pending.set_skip(db, i, true);
             }
         }
     }
@@ -249,18 +250,17 @@ impl Shard {
         let (Some(hole), Some(last)) = (keys.position(hash, key), keys.len().checked_sub(1)) else {
             return;
         };
-        let databases = self.dbs.len();
         let last_skipped = pending.skips(db, last);
         if db == pending.db && hole < pending.cursor {
             if last >= pending.cursor && !last_skipped {
                 if let Some((_, entry, ())) = keys.at(last) {
-                    pending.keep(databases, db, entry.key(), entry);
+                    pending.keep(db, entry.key(), entry);
                 }
             }
         } else {
-            pending.set_skip(databases, db, hole, last_skipped);
+            pending.set_skip(db, hole, last_skipped);
         }
-        pending.set_skip(databases, db, last, false);
+        pending.set_skip(db, last, false);
     }
 
     /// Walks on for about `budget` keys, appending their cut versions to
@@ -353,7 +353,8 @@ impl Keyspace {
         let mut guards: Vec<_> = self.shards.iter().map(|s| s.lock()).collect();
         let mut keys = 0;
         for g in &mut guards {
-            g.pending = Some(Box::new(Pending::new(Arc::clone(&sink))));
+            let databases = g.dbs.len();
+            g.pending = Some(Box::new(Pending::new(Arc::clone(&sink), databases)));
             keys += g.dbs.iter().map(|t| t.keys.len()).sum::<usize>();
         }
         at_cut();
