@@ -192,6 +192,44 @@ impl Payload<'_> {
         }
     }
 
+    /// The compact payload for a string written by SET and friends: an int
+    /// when it is an integer's canonical form.
+    fn of_str(bytes: &[u8]) -> Payload<'_> {
+        match vireo_resp::number::parse_i64(bytes) {
+            Some(n) => Payload::Int(n),
+            None => Payload::Emb(bytes),
+        }
+    }
+
+    /// Bytes the payload takes after the key (see [`Shape::tail`]).
+    fn tail(&self) -> usize {
+        match self {
+            Payload::Emb(b) => varint_len(b.len() as u64) + b.len(),
+            Payload::Int(n) => varint_len(zigzag(*n)),
+            Payload::Obj(_) => 0,
+        }
+    }
+
+    /// Writes an int or embedded payload at `tail`; an object payload
+    /// writes nothing here (its Value goes in the block's word).
+    ///
+    /// # Safety
+    /// `tail` must be valid for [`Payload::tail`] bytes of writes.
+    unsafe fn write_compact(&self, tail: *mut u8) {
+        // SAFETY: the caller provides `self.tail()` bytes at `tail`, which
+        // is what these writes take.
+        unsafe {
+            match self {
+                Payload::Int(v) => drop(write_varint(tail, zigzag(*v))),
+                Payload::Emb(b) => {
+                    let n = write_varint(tail, b.len() as u64);
+                    ptr::copy_nonoverlapping(b.as_ptr(), tail.add(n), b.len());
+                }
+                Payload::Obj(_) => {}
+            }
+        }
+    }
+
     /// The compact payload for a whole value.
     fn of(value: &Value) -> Option<Payload<'_>> {
         match value {
@@ -301,11 +339,50 @@ impl Entry {
     /// An entry for `key` holding the string `bytes`, built straight from
     /// the bytes (SET's path: no intermediate buffer).
     pub fn with_key_str(key: &[u8], bytes: &[u8], expire_at: Option<u64>) -> Self {
-        let payload = match vireo_resp::number::parse_i64(bytes) {
-            Some(n) => Payload::Int(n),
-            None => Payload::Emb(bytes),
-        };
-        Self::build(UNSTAMPED_META, expire_raw(expire_at), key, payload)
+        Self::build(
+            UNSTAMPED_META,
+            expire_raw(expire_at),
+            key,
+            Payload::of_str(bytes),
+        )
+    }
+
+    /// Makes this stored entry hold the string `bytes` with expiry
+    /// `expire_at`, as if a fresh entry had replaced it (access clock
+    /// included), when that fits the block as it is: same kind of string,
+    /// same TTL presence, same length. False (nothing changed) otherwise.
+    /// SET's overwrite path: no allocation, and no free of a block that
+    /// another thread may have allocated.
+    pub(crate) fn overwrite_str(
+        &mut self,
+        bytes: &[u8],
+        expire_at: Option<u64>,
+        now_ms: u64,
+        tuning: LfuTuning,
+    ) -> bool {
+        let shape = self.shape();
+        let expire = expire_raw(expire_at);
+        let payload = Payload::of_str(bytes);
+        if shape.kind() != payload.kind()
+            || (expire != 0) != (shape.flags & HAS_TTL != 0)
+            || payload.tail() != shape.tail
+        {
+            return false;
+        }
+        let meta = fresh_meta(Some(self), now_ms, tuning);
+        // SAFETY: same kind, TTL presence and tail length as the block was
+        // built with, so the expiry and the tail are where `build` wrote
+        // them and the new ones are exactly as long; `&mut self` is
+        // exclusive.
+        unsafe {
+            let p = self.block.as_ptr();
+            if expire != 0 {
+                p.add(HEADER).cast::<u64>().write_unaligned(expire);
+            }
+            payload.write_compact(p.add(shape.tail_offset()));
+        }
+        self.set_meta(meta);
+        true
     }
 
     fn from_value(meta: (Meta, bool), expire: u64, key: &[u8], value: Value) -> Self {
@@ -329,11 +406,7 @@ impl Entry {
         let shape = Shape {
             flags,
             key_len: key.len(),
-            tail: match payload {
-                Payload::Emb(b) => varint_len(b.len() as u64) + b.len(),
-                Payload::Int(n) => varint_len(zigzag(n)),
-                Payload::Obj(_) => 0,
-            },
+            tail: payload.tail(),
         };
         let layout = shape.layout();
         // SAFETY: the layout has a non-zero size (the header alone is 4).
@@ -359,14 +432,9 @@ impl Entry {
                 write_varint(p.add(at), key.len() as u64)
             };
             ptr::copy_nonoverlapping(key.as_ptr(), p.add(at + n), key.len());
-            let tail = p.add(shape.tail_offset());
             match payload {
-                Payload::Int(v) => drop(write_varint(tail, zigzag(v))),
                 Payload::Obj(v) => p.add(shape.word_offset()).cast::<Value>().write(v),
-                Payload::Emb(b) => {
-                    let n = write_varint(tail, b.len() as u64);
-                    ptr::copy_nonoverlapping(b.as_ptr(), tail.add(n), b.len());
-                }
+                compact => compact.write_compact(p.add(shape.tail_offset())),
             }
         }
         Entry { block }
@@ -753,14 +821,21 @@ impl Entry {
         if self.flags() & UNSTAMPED == 0 {
             return;
         }
-        self.set_meta(if tuning.lfu {
-            let count = replaced.map_or(LFU_INIT_VAL, |old| {
-                old.lfu_freq(now_ms, tuning.decay_minutes)
-            });
-            Meta::lfu(count, now_ms)
-        } else {
-            Meta::lru(now_ms)
+        self.set_meta(fresh_meta(replaced, now_ms, tuning));
+    }
+}
+
+/// The access clock of an entry stored now in place of `replaced`:
+/// accessed now, or under an LFU policy the replaced entry's counter
+/// (Redis keeps it on overwrite) or [`LFU_INIT_VAL`].
+fn fresh_meta(replaced: Option<&Entry>, now_ms: u64, tuning: LfuTuning) -> Meta {
+    if tuning.lfu {
+        let count = replaced.map_or(LFU_INIT_VAL, |old| {
+            old.lfu_freq(now_ms, tuning.decay_minutes)
         });
+        Meta::lfu(count, now_ms)
+    } else {
+        Meta::lru(now_ms)
     }
 }
 
@@ -956,6 +1031,54 @@ mod tests {
             let inline = if len < 15 { 0 } else { varint_len(len as u64) };
             assert_eq!(e.shape().size(), 4 + 8 + inline + len + 1 + 3);
         }
+    }
+
+    #[test]
+    fn set_overwrites_in_place_exactly_when_the_block_fits() {
+        let now = 1_700_000_000_000;
+        let lru = LfuTuning::default();
+        // (old value, its TTL), (new value, its TTL), fits in place.
+        type Str = (&'static [u8], Option<u64>);
+        let cases: [(Str, Str, bool); 7] = [
+            ((b"abc", None), (b"xyz", None), true),
+            ((b"123", Some(9)), (b"-99", Some(7)), true),
+            ((b"abc", None), (b"abcd", None), false),
+            ((b"abc", None), (b"123", None), false),
+            ((b"abc", None), (b"xyz", Some(7)), false),
+            ((b"abc", Some(9)), (b"xyz", None), false),
+            ((b"1", None), (b"1000", None), false),
+        ];
+        for ((old, old_ttl), (new, new_ttl), fits) in cases {
+            let mut e = Entry::with_key_str(b"key", old, old_ttl).with_idle(100, now);
+            let block = e.block;
+            assert_eq!(
+                e.overwrite_str(new, new_ttl, now, lru),
+                fits,
+                "{old:?} -> {new:?}"
+            );
+            let fresh = Entry::with_key_str(b"key", new, new_ttl);
+            if fits {
+                assert_eq!(e.block, block);
+                assert_eq!((e.value(), e.expire_at()), (fresh.value(), new_ttl));
+                assert_eq!((e.key(), e.idle_secs(now)), (&b"key"[..], 0));
+            } else {
+                let before = Entry::with_key_str(b"key", old, old_ttl);
+                assert_eq!((e.value(), e.expire_at()), (before.value(), old_ttl));
+                assert_eq!(e.idle_secs(now), 100);
+            }
+        }
+        // A string changed in place (an object) is never overwritten so.
+        let mut e = Entry::with_key_str(b"key", b"abc", None);
+        let _ = e.value_mut();
+        assert!(!e.overwrite_str(b"xyz", None, now, lru));
+        // Under LFU the counter carries over, as for a new block.
+        let lfu = LfuTuning {
+            lfu: true,
+            ..LfuTuning::default()
+        };
+        let mut e = Entry::with_key_str(b"key", b"abc", None).with_freq(77, now);
+        assert!(e.overwrite_str(b"xyz", None, now, lfu));
+        assert_eq!(e.lfu_freq(now, 1), 77);
     }
 
     #[test]

@@ -767,7 +767,7 @@ impl<'a> Keys<'a> {
         let found = self.find_live(db, hash, key);
         let shard = self.shard(hash);
         if change {
-            shard.preserve(db, hash, key);
+            shard.preserve_at(db, found);
         }
         let entry = found.and_then(|i| shard.dbs[db].keys.key_at_mut(i));
         if stats {
@@ -857,7 +857,20 @@ impl<'a> Keys<'a> {
     /// ms, or none); true if it replaced a key. SET's path: the entry is
     /// built straight from the bytes, TTL included.
     pub fn set_str(&mut self, db: usize, key: &[u8], bytes: &[u8], expire_at: Option<u64>) -> bool {
-        self.set_entry(db, key, Entry::with_key_str(key, bytes, expire_at))
+        let hash = hash_key(key);
+        let found = self.find_live(db, hash, key);
+        if let Some(i) = found {
+            let (now, tuning) = (self.now, self.ks.lfu_tuning());
+            let shard = self.shard(hash);
+            shard.preserve_at(db, found);
+            let entry = shard.dbs[db].keys.key_at_mut(i);
+            if entry.is_some_and(|e| e.overwrite_str(bytes, expire_at, now, tuning)) {
+                return true;
+            }
+        }
+        let entry = Entry::with_key_str(key, bytes, expire_at);
+        let old = self.store_found(db, hash, found, entry);
+        self.dispose_server_deleted(old)
     }
 
     /// Stores `value` under `key`, keeping an existing TTL; true if it
@@ -901,13 +914,25 @@ impl<'a> Keys<'a> {
 
     /// [`Self::set_entry`], returning the replaced entry.
     fn put_entry(&mut self, db: usize, key: &[u8], entry: Entry) -> Option<Entry> {
-        let mut entry = entry.with_key(key);
         let hash = hash_key(key);
+        let found = self.find_live(db, hash, key);
+        self.store_found(db, hash, found, entry.with_key(key))
+    }
+
+    /// Stores `entry` (which holds its key, hashed to `hash`) at position
+    /// `found` of `db`'s table (what [`Keys::find_live`] answered for the
+    /// key), or adds it when none; returns the replaced entry.
+    fn store_found(
+        &mut self,
+        db: usize,
+        hash: u64,
+        found: Option<usize>,
+        mut entry: Entry,
+    ) -> Option<Entry> {
         let now = self.now;
         let tuning = self.ks.lfu_tuning();
-        let found = self.find_live(db, hash, key);
         let shard = self.shard(hash);
-        shard.preserve(db, hash, key);
+        shard.preserve_at(db, found);
         let table = &mut shard.dbs[db];
         let new_ttl = entry.expire_at().is_some();
         let mut added_at = None;
@@ -1255,9 +1280,11 @@ mod tests {
             let key = format!("k{}", rng.usize(..40));
             let key = key.as_bytes();
             let mut k = ks.lock_all();
-            match rng.u8(..7) {
+            match rng.u8(..8) {
                 0 => drop(k.set(0, key, s(b"v"))),
                 1 => drop(k.set_str(0, key, b"12", Some(far))),
+                // Overwrites of an int "12" or a string "v" in place.
+                7 => drop(k.set_str(0, key, if rng.bool() { b"34" } else { b"w" }, None)),
                 2 => drop(k.set_expire(0, key, far)),
                 3 => drop(k.persist(0, key)),
                 4 => drop(k.remove(0, key)),
@@ -1446,6 +1473,9 @@ mod tests {
         // An overwrite keeps the counter; a deleted and recreated key starts over.
         k.set(0, b"a", s(b"2"));
         k.set_keep_ttl(0, b"a", s(b"3"));
+        // (SET's in-place overwrite, and its fallback to a new block.)
+        k.set_str(0, b"a", b"5", None);
+        k.set_str(0, b"a", b"a longer value", None);
         assert_eq!(
             k.get_read_no_touch(0, b"a").unwrap().lfu_freq(now, 1),
             LFU_INIT_VAL + 5

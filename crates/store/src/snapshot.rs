@@ -207,22 +207,26 @@ impl Shard {
     /// walk has not passed it; called before anything changes the key.
     #[inline]
     pub(crate) fn preserve(&mut self, db: usize, hash: u64, key: &[u8]) {
+        if self.pending.as_ref().is_some_and(|p| db >= p.db) {
+            let found = self.dbs[db].keys.position(hash, key);
+            self.preserve_at(db, found);
+        }
+    }
+
+    /// [`Shard::preserve`] for a caller that already looked the key up:
+    /// `found` is its position in `db`'s table, or none if absent.
+    pub(crate) fn preserve_at(&mut self, db: usize, found: Option<usize>) {
         let Some(pending) = self.pending.as_deref_mut() else {
             return;
         };
-        if db < pending.db {
-            return;
-        }
-        // One lookup answers both "walked already?" and "what is it now?".
-        let keys = &self.dbs[db].keys;
-        let Some(i) = keys.position(hash, key) else {
-            // Absent: if it is added, `mark_added` records that.
+        // Absent: if it is added, `mark_added` records that.
+        let Some(i) = found else {
             return;
         };
-        if db == pending.db && i < pending.cursor || pending.skips(db, i) {
+        if db < pending.db || db == pending.db && i < pending.cursor || pending.skips(db, i) {
             return;
         }
-        if let Some((_, entry, ())) = keys.at(i) {
+        if let Some((_, entry, ())) = self.dbs[db].keys.at(i) {
             pending.keep(db, entry.key(), entry);
         }
         pending.set_skip(db, i, true);
@@ -676,9 +680,12 @@ mod tests {
                     };
                     if rng.u8(..4) < if deleting { 3 } else { 1 } {
                         keys.remove(db, key.as_bytes());
-                    } else {
+                    } else if rng.bool() {
                         let v = Value::Str(StrValue::from_bytes(b"later"));
                         keys.set(db, key.as_bytes(), v);
+                    } else {
+                        // As long as "cut": SET overwrites it in place.
+                        keys.set_str(db, key.as_bytes(), b"new", None);
                     }
                 }
                 drop(keys);
