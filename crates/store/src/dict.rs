@@ -43,8 +43,21 @@ const MIN_BUCKETS: usize = 4;
 /// Smallest non-empty entry arena.
 const MIN_SLOTS: usize = 4;
 
-/// Most entries one table can hold (indices must fit in a `u32` link).
-const MAX_ENTRIES: usize = u32::MAX as usize;
+/// Most entries one table can hold: indices must fit in a `u32` link, and
+/// bucket indices in the hash bits a slot keeps ([`HASH_BITS`]; a table
+/// has at most one bucket per entry, rounded up to a power of two).
+const MAX_ENTRIES: usize = HASH_BITS as usize;
+
+/// The bits of a caller's hash a slot keeps (the low 31); the 32nd is the
+/// slot's mark (see [`Dict::is_marked`]).
+const HASH_BITS: u32 = (1 << 31) - 1;
+const MARK: u32 = 1 << 31;
+
+/// The part of a caller's hash that slots keep and compare.
+#[inline]
+fn stored(hash: u64) -> u32 {
+    hash as u32 & HASH_BITS
+}
 
 /// Scan gives up after visiting this many buckets per requested entry, so a
 /// call does bounded work even when it runs into a long stretch of empty
@@ -109,16 +122,24 @@ fn gcd(mut a: usize, mut b: usize) -> usize {
 /// One entry in the arena.
 #[derive(Clone)]
 struct Slot<K, V> {
-    /// Low 32 bits of the caller's hash. Bucket indices never need more
-    /// (a table holds fewer than 2^32 entries, so it has at most 2^32
-    /// buckets), and keeping them means resizing never rehashes a key and
-    /// lookups reject almost every non-matching entry without touching its
-    /// key bytes.
-    hash: u32,
+    /// Low 31 bits of the caller's hash ([`HASH_BITS`]), and the mark in
+    /// the top bit. Bucket indices never need more (see [`MAX_ENTRIES`]),
+    /// and keeping them means resizing never rehashes a key and lookups
+    /// reject almost every non-matching entry without touching its key
+    /// bytes.
+    hash_and_mark: u32,
     /// Next entry in the same bucket.
     next: Link,
     key: K,
     value: V,
+}
+
+impl<K, V> Slot<K, V> {
+    /// The stored hash bits.
+    #[inline]
+    fn hash(&self) -> u32 {
+        self.hash_and_mark & HASH_BITS
+    }
 }
 
 /// A chained hash table with a Redis-style `SCAN` cursor and random sampling.
@@ -127,7 +148,7 @@ struct Slot<K, V> {
 ///
 /// Entries live densely in an arena (`Vec`) with no holes; each bucket of a
 /// power-of-two bucket array heads a singly linked chain threaded through
-/// the arena with 32-bit indices. Each entry stores the low 32 bits of its
+/// the arena with 32-bit indices. Each entry stores the low 31 bits of its
 /// hash, so that resizing relinks the existing entries in one pass over the
 /// arena without rehashing keys or moving entries. Removing an entry moves
 /// the last arena entry into the hole and repoints the one link that
@@ -162,7 +183,10 @@ struct Slot<K, V> {
 ///
 /// The caller supplies the 64-bit hash of every key (normally from
 /// [`hash_key`]) and must always pass the same hash for the same key bytes.
-/// Only the low 32 bits are used by the table.
+/// Only the low 31 bits are used by the table.
+///
+/// Each entry also carries a mark, one bit its owner may use for its own
+/// bookkeeping (see [`Dict::set_marked`]).
 #[derive(Clone)]
 pub struct Dict<K, V> {
     /// Chain heads; empty (no allocation) or a power-of-two length.
@@ -408,7 +432,7 @@ impl<K, V> Dict<K, V> {
         let mut buckets: Box<[Link]> = vec![None; n].into_boxed_slice();
         let mask = n - 1;
         for (i, slot) in self.slots.iter_mut().enumerate() {
-            let b = slot.hash as usize & mask;
+            let b = slot.hash() as usize & mask;
             slot.next = buckets[b];
             buckets[b] = link_to(i);
         }
@@ -419,13 +443,13 @@ impl<K, V> Dict<K, V> {
     /// with the last arena entry and returns the removed key and value.
     /// Does not shrink.
     fn remove_at(&mut self, i: usize) -> (K, V) {
-        let b = self.bucket_of(self.slots[i].hash);
+        let b = self.bucket_of(self.slots[i].hash());
         let next = self.slots[i].next;
         self.replace_link(b, link_to(i), next);
         let last = self.slots.len() - 1;
         if i != last {
             // `i` is no longer reachable, so this walk cannot touch it.
-            let b = self.bucket_of(self.slots[last].hash);
+            let b = self.bucket_of(self.slots[last].hash());
             self.replace_link(b, link_to(last), link_to(i));
         }
         let slot = self.slots.swap_remove(i);
@@ -475,7 +499,7 @@ impl<K, V> Dict<K, V> {
     /// growing the bucket array and arena as needed. Returns its index.
     fn push_new(&mut self, hash: u32, key: K, value: V) -> usize {
         let i = self.slots.len();
-        assert!(i < MAX_ENTRIES, "Dict cannot hold more than 2^32-1 entries");
+        assert!(i < MAX_ENTRIES, "Dict cannot hold more than 2^31-1 entries");
         if i + 1 > self.buckets.len() {
             self.rebuild_buckets((i + 1).next_power_of_two().max(MIN_BUCKETS));
         }
@@ -486,7 +510,7 @@ impl<K, V> Dict<K, V> {
         }
         let b = self.bucket_of(hash);
         self.slots.push(Slot {
-            hash,
+            hash_and_mark: hash,
             next: self.buckets[b],
             key,
             value,
@@ -507,7 +531,7 @@ impl<K: Borrow<[u8]>, V> Dict<K, V> {
         while let Some(link) = cur {
             let i = index_of(link);
             let slot = &self.slots[i];
-            if slot.hash == hash && key_bytes(&slot.key) == key {
+            if slot.hash() == hash && key_bytes(&slot.key) == key {
                 return Some(i);
             }
             cur = slot.next;
@@ -516,16 +540,16 @@ impl<K: Borrow<[u8]>, V> Dict<K, V> {
     }
 
     /// Calls `f` for every entry stored with the same hash bits as `hash`
-    /// (the low 32): the candidates for a key known only by its hash.
+    /// (the low 31): the candidates for a key known only by its hash.
     pub fn with_hash(&self, hash: u64, mut f: impl FnMut(&K, &V)) {
         if self.buckets.is_empty() {
             return;
         }
-        let hash = hash as u32;
+        let hash = stored(hash);
         let mut cur = self.buckets[self.bucket_of(hash)];
         while let Some(link) = cur {
             let slot = &self.slots[index_of(link)];
-            if slot.hash == hash {
+            if slot.hash() == hash {
                 f(&slot.key, &slot.value);
             }
             cur = slot.next;
@@ -534,13 +558,13 @@ impl<K: Borrow<[u8]>, V> Dict<K, V> {
 
     /// The value stored for `key`, if any.
     pub fn get(&self, hash: u64, key: &[u8]) -> Option<&V> {
-        self.find(hash as u32, key).map(|i| &self.slots[i].value)
+        self.find(stored(hash), key).map(|i| &self.slots[i].value)
     }
 
     /// Mutable access to the value stored for `key`, if any (for in-place
     /// updates such as `APPEND` or `INCR`).
     pub fn get_mut(&mut self, hash: u64, key: &[u8]) -> Option<&mut V> {
-        self.find(hash as u32, key)
+        self.find(stored(hash), key)
             .map(move |i| &mut self.slots[i].value)
     }
 
@@ -549,14 +573,14 @@ impl<K: Borrow<[u8]>, V> Dict<K, V> {
     /// the key's bytes: the entry would then sit in the wrong bucket and no
     /// longer be found (memory stays safe, lookups go wrong).
     pub fn get_key_mut(&mut self, hash: u64, key: &[u8]) -> Option<&mut K> {
-        self.find(hash as u32, key)
+        self.find(stored(hash), key)
             .map(move |i| &mut self.slots[i].key)
     }
 
     /// The stored key and value for `key`, if any. Useful when the stored
     /// key carries more than its bytes (or must be cloned cheaply).
     pub fn get_key_value(&self, hash: u64, key: &[u8]) -> Option<(&K, &V)> {
-        self.find(hash as u32, key).map(|i| {
+        self.find(stored(hash), key).map(|i| {
             let slot = &self.slots[i];
             (&slot.key, &slot.value)
         })
@@ -564,7 +588,7 @@ impl<K: Borrow<[u8]>, V> Dict<K, V> {
 
     /// Whether `key` is present.
     pub fn contains_key(&self, hash: u64, key: &[u8]) -> bool {
-        self.find(hash as u32, key).is_some()
+        self.find(stored(hash), key).is_some()
     }
 
     /// Inserts or replaces; returns the old value if the key existed (the
@@ -572,9 +596,9 @@ impl<K: Borrow<[u8]>, V> Dict<K, V> {
     ///
     /// # Panics
     ///
-    /// If the table would exceed 2^32 - 1 entries.
+    /// If the table would exceed 2^31 - 1 entries.
     pub fn insert(&mut self, hash: u64, key: K, value: V) -> Option<V> {
-        let hash = hash as u32;
+        let hash = stored(hash);
         if let Some(i) = self.find(hash, key_bytes(&key)) {
             return Some(mem::replace(&mut self.slots[i].value, value));
         }
@@ -588,10 +612,10 @@ impl<K: Borrow<[u8]>, V> Dict<K, V> {
     ///
     /// # Panics
     ///
-    /// If the table would exceed 2^32 - 1 entries.
+    /// If the table would exceed 2^31 - 1 entries.
     pub fn insert_absent(&mut self, hash: u64, key: K, value: V) -> usize {
-        debug_assert!(self.find(hash as u32, key_bytes(&key)).is_none());
-        self.push_new(hash as u32, key, value)
+        debug_assert!(self.find(stored(hash), key_bytes(&key)).is_none());
+        self.push_new(stored(hash), key, value)
     }
 
     /// Returns the value for `key`, first inserting the entry built by
@@ -601,14 +625,14 @@ impl<K: Borrow<[u8]>, V> Dict<K, V> {
     ///
     /// # Panics
     ///
-    /// If the table would exceed 2^32 - 1 entries.
+    /// If the table would exceed 2^31 - 1 entries.
     pub fn get_or_insert_with(
         &mut self,
         hash: u64,
         key: &[u8],
         make: impl FnOnce() -> (K, V),
     ) -> &mut V {
-        let hash = hash as u32;
+        let hash = stored(hash);
         let i = match self.find(hash, key) {
             Some(i) => i,
             None => {
@@ -623,7 +647,7 @@ impl<K: Borrow<[u8]>, V> Dict<K, V> {
     /// Removes `key`, returning the stored key and value if it was present.
     /// Shrinks the table when it becomes sparse.
     pub fn remove(&mut self, hash: u64, key: &[u8]) -> Option<(K, V)> {
-        let i = self.find(hash as u32, key)?;
+        let i = self.find(stored(hash), key)?;
         let removed = self.remove_at(i);
         self.shrink_if_sparse();
         Some(removed)
@@ -635,17 +659,38 @@ impl<K: Borrow<[u8]>, V> Dict<K, V> {
     /// entries (resizing included), which lets a caller walk the table in
     /// position order across changes (a snapshot does).
     pub fn position(&self, hash: u64, key: &[u8]) -> Option<usize> {
-        self.find(hash as u32, key)
+        self.find(stored(hash), key)
     }
 
     /// The entry at arena position `i` (see [`Dict::position`]), with its
-    /// hash as the table keeps it: the low 32 bits, which is all any `Dict`
+    /// hash as the table keeps it: the low 31 bits, which is all any `Dict`
     /// uses, so it can look the key up in another table without hashing
     /// it again.
     pub fn at(&self, i: usize) -> Option<(u64, &K, &V)> {
         self.slots
             .get(i)
-            .map(|slot| (u64::from(slot.hash), &slot.key, &slot.value))
+            .map(|slot| (u64::from(slot.hash()), &slot.key, &slot.value))
+    }
+
+    /// The mark of the entry at arena position `i` (false past the end).
+    #[inline]
+    pub fn is_marked(&self, i: usize) -> bool {
+        self.slots
+            .get(i)
+            .is_some_and(|slot| slot.hash_and_mark & MARK != 0)
+    }
+
+    /// Sets or clears the mark of the entry at arena position `i` (no-op
+    /// past the end). A new entry is unmarked; the mark stays with its
+    /// entry when removals move it to another position, and goes with it
+    /// when it is removed. (The keyspace marks the entries a running
+    /// snapshot must pass over: the bit is in the slot a lookup has just
+    /// read, where a separate bitmap cost a cache miss per write.)
+    #[inline]
+    pub fn set_marked(&mut self, i: usize, on: bool) {
+        if let Some(slot) = self.slots.get_mut(i) {
+            slot.hash_and_mark = slot.hash() | if on { MARK } else { 0 };
+        }
     }
 
     /// Mutable access to the stored key at arena position `i` (see
@@ -661,12 +706,12 @@ impl<K: Borrow<[u8]>, V> Dict<K, V> {
     ///
     /// # Panics
     ///
-    /// If the table would exceed 2^32 - 1 entries.
+    /// If the table would exceed 2^31 - 1 entries.
     pub fn reserve(&mut self, additional: usize) {
         let want = self.slots.len().saturating_add(additional);
         assert!(
             want <= MAX_ENTRIES,
-            "Dict cannot hold more than 2^32-1 entries"
+            "Dict cannot hold more than 2^31-1 entries"
         );
         if want > self.buckets.len() {
             self.rebuild_buckets(want.next_power_of_two().max(MIN_BUCKETS));
@@ -717,13 +762,13 @@ mod tests {
                 assert!(i < len, "dangling link");
                 assert!(!seen[i], "entry linked twice / cycle");
                 seen[i] = true;
-                assert_eq!(d.slots[i].hash as usize & (n - 1), b, "wrong bucket");
+                assert_eq!(d.slots[i].hash() as usize & (n - 1), b, "wrong bucket");
                 cur = d.slots[i].next;
             }
         }
         assert!(seen.iter().all(|&s| s), "unreachable entry");
         for s in &d.slots {
-            assert_eq!(s.hash, hash_key(&s.key) as u32);
+            assert_eq!(s.hash(), stored(hash_key(&s.key)));
         }
     }
 
@@ -837,8 +882,8 @@ mod tests {
         for i in 0..200 {
             assert_eq!(d.get(42, &k(i)).is_some(), i % 2 == 1);
         }
-        // Same low 32 bits, different high bits: still the same entry.
-        assert_eq!(d.get(42 | (7 << 40), &k(1)), Some(&1));
+        // Same low 31 bits, different high bits: still the same entry.
+        assert_eq!(d.get(42 | (7 << 40) | (1 << 31), &k(1)), Some(&1));
     }
 
     #[test]
@@ -1030,31 +1075,39 @@ mod tests {
     /// The position contract a snapshot's walk relies on, through growth,
     /// shrinking and removals.
     #[test]
-    fn dict_positions_move_only_by_the_documented_swap() {
+    fn dict_positions_and_marks_move_only_by_the_documented_swap() {
         let mut rng = fastrand::Rng::with_seed(7);
         let mut d = D::new();
-        let mut order: Vec<Vec<u8>> = Vec::new();
+        // Keys in position order, each with its mark.
+        let mut order: Vec<(Vec<u8>, bool)> = Vec::new();
         for step in 0..5000 {
             let grow = (step / 1000) % 2 == 0;
             if order.is_empty() || rng.u8(..4) < if grow { 3 } else { 1 } {
                 let key = k(step);
                 ins(&mut d, &key, 0);
-                order.push(key);
+                order.push((key, false));
             } else {
                 let i = rng.usize(..order.len());
-                let key = order.swap_remove(i);
+                let (key, _) = order.swap_remove(i);
                 assert_eq!(d.position(hash_key(&key), &key), Some(i));
                 del(&mut d, &key);
             }
+            if !order.is_empty() && rng.bool() {
+                let i = rng.usize(..order.len());
+                order[i].1 = rng.bool();
+                d.set_marked(i, order[i].1);
+            }
             if step % 97 == 0 {
-                for (i, key) in order.iter().enumerate() {
+                for (i, (key, marked)) in order.iter().enumerate() {
                     assert_eq!(d.position(hash_key(key), key), Some(i));
                     assert_eq!(
                         d.at(i).map(|(h, k, _)| (h, k)),
-                        Some((hash_key(key) & 0xffff_ffff, key))
+                        Some((hash_key(key) & 0x7fff_ffff, key))
                     );
+                    assert_eq!(d.is_marked(i), *marked, "step {step}");
                 }
                 assert!(d.at(order.len()).is_none());
+                assert!(!d.is_marked(order.len()));
             }
         }
     }

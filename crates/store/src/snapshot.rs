@@ -15,9 +15,9 @@
 //! 3. Until the walk has passed a key, the first change to it writes the
 //!    key's entry as it was at the cut into the shard's [`Pending`] output
 //!    (serialized by the visitor on the thread of the command changing it,
-//!    so nothing but those bytes is kept) and marks its position for the
-//!    walk to pass over; a key added after the cut is marked the same
-//!    way. Reads cost nothing, a write at most the serialization of one
+//!    so nothing but those bytes is kept) and marks its entry for the
+//!    walk to pass over (a bit in the key table's slot, which the lookup
+//!    has just read); a key added after the cut is marked the same way. Reads cost nothing, a write at most the serialization of one
 //!    entry, and a command waits for the walk at most one step. FLUSHDB
 //!    and SWAPDB, which would have to write out whole tables, finish their
 //!    shards' walks first.
@@ -30,8 +30,9 @@
 //! behind it, it is written out like a changed one, and otherwise its mark
 //! moves with it. The order of keys in the output does not matter for RDB
 //! or AOF. Extra memory is the serialized cut versions of the keys changed
-//! ahead of the walk, a bit per entry of the tables being changed, and the
-//! output not yet written to the file.
+//! ahead of the walk and the output not yet written to the file.
+//! (Session 7 moved the marks from a bitmap per table, whose load was a
+//! cache miss on most writes, into the slots.)
 //!
 //! (Until session 6 the cut versions were kept as copies of the entries
 //! in a table of their keys: under a write load over 10M small keys,
@@ -102,17 +103,16 @@ impl Sink {
 }
 
 /// What a shard owes the running snapshot: where its output goes, how far
-/// the walk got, the cut's version of keys changed ahead of the walk
-/// (already serialized) not yet handed over, and which entries ahead of
-/// the walk it must pass over.
+/// the walk got, and the cut's version of keys changed ahead of the walk
+/// (already serialized) not yet handed over.
+///
+/// The entries ahead of the walk that it must pass over (their cut version
+/// is out already, or they did not exist at the cut) carry their key
+/// table's mark ([`crate::dict::Dict::set_marked`]). Invariant: only
+/// entries ahead of the walk are marked, and the walk clears each mark it
+/// passes, so no mark outlives the snapshot.
 pub(crate) struct Pending {
     sink: Arc<Sink>,
-    /// Per database (empty until the first change): a bit per position in
-    /// the key table, set where the entry stored there must not be
-    /// written by the walk: its cut version is already out (it changed),
-    /// or it did not exist at the cut. Bits beyond a table's end mean
-    /// nothing.
-    skip: Vec<Vec<u64>>,
     /// Per database: the serialized cut versions of keys changed ahead of
     /// the walk (after a SELECTDB record) and how many keys that is, until
     /// they make a piece or the walk hands them on.
@@ -122,7 +122,7 @@ pub(crate) struct Pending {
     /// The walk's position in `db`'s table: entries stored below it are
     /// out (see [`crate::dict::Dict::position`]).
     cursor: usize,
-    /// The shard's number of databases, to size `skip` and `kept`.
+    /// The shard's number of databases, to size `kept`.
     databases: usize,
 }
 
@@ -130,7 +130,6 @@ impl Pending {
     fn new(sink: Arc<Sink>, databases: usize) -> Self {
         Pending {
             sink,
-            skip: Vec::new(),
             kept: Vec::new(),
             db: 0,
             cursor: 0,
@@ -138,31 +137,9 @@ impl Pending {
         }
     }
 
-    /// True when the walk must pass over position `i` of `db`.
-    fn skips(&self, db: usize, i: usize) -> bool {
-        self.skip
-            .get(db)
-            .and_then(|bits| bits.get(i / 64))
-            .is_some_and(|word| word & (1 << (i % 64)) != 0)
-    }
-
-    /// Sets or clears the skip bit of position `i` of `db`.
-    fn set_skip(&mut self, db: usize, i: usize, on: bool) {
-        if !on && !self.skips(db, i) {
-            return;
-        }
-        if self.skip.is_empty() {
-            self.skip.resize_with(self.databases, Vec::new);
-        }
-        let bits = &mut self.skip[db];
-        if bits.len() <= i / 64 {
-            bits.resize(i / 64 + 1, 0);
-        }
-        if on {
-            bits[i / 64] |= 1 << (i % 64);
-        } else {
-            bits[i / 64] &= !(1 << (i % 64));
-        }
+    /// True when position `i` of `db` is ahead of the walk.
+    fn ahead(&self, db: usize, i: usize) -> bool {
+        db > self.db || db == self.db && i >= self.cursor
     }
 
     /// Serializes `entry` as `key`'s cut version, to go out in a full
@@ -223,31 +200,32 @@ impl Shard {
         let Some(i) = found else {
             return;
         };
-        if db < pending.db || db == pending.db && i < pending.cursor || pending.skips(db, i) {
+        let keys = &mut self.dbs[db].keys;
+        if !pending.ahead(db, i) || keys.is_marked(i) {
             return;
         }
-        if let Some((_, entry, ())) = self.dbs[db].keys.at(i) {
+        if let Some((_, entry, ())) = keys.at(i) {
             pending.keep(db, entry.key(), entry);
         }
-        pending.set_skip(db, i, true);
+        keys.set_marked(i, true);
     }
 
     /// A key was added at position `i` of `db`'s table: it did not exist
     /// at the cut, so the walk passes over it.
     #[inline]
     pub(crate) fn mark_added(&mut self, db: usize, i: usize) {
-        if let Some(pending) = self.pending.as_deref_mut() {
-            if db >= pending.db {
-                pending.set_skip(db, i, true);
-            }
+        // (A new entry goes at the table's end, which is behind the walk
+        // when removals shrank the table below the walk's position.)
+        if self.pending.as_deref().is_some_and(|p| p.ahead(db, i)) {
+            self.dbs[db].keys.set_marked(i, true);
         }
     }
 
-    /// Removing `key` moves the table's last entry into its place: its skip
-    /// bit moves along, and when that carries an entry the walk has not
+    /// Removing `key` moves the table's last entry into its place (its
+    /// mark moves along): when that carries an entry the walk has not
     /// reached behind the walk's position, the entry is written out now,
-    /// or the walk would miss it. Called before the removal (and after
-    /// [`Shard::preserve`]).
+    /// or the walk would miss it, and its mark is cleared. Called before
+    /// the removal (and after [`Shard::preserve`]).
     pub(crate) fn keep_entry_moving_behind_walk(&mut self, db: usize, hash: u64, key: &[u8]) {
         let Some(pending) = self.pending.as_deref_mut() else {
             return;
@@ -255,21 +233,19 @@ impl Shard {
         if db < pending.db {
             return;
         }
-        let keys = &self.dbs[db].keys;
+        let keys = &mut self.dbs[db].keys;
         let (Some(hole), Some(last)) = (keys.position(hash, key), keys.len().checked_sub(1)) else {
             return;
         };
-        let last_skipped = pending.skips(db, last);
-        if db == pending.db && hole < pending.cursor {
-            if last >= pending.cursor && !last_skipped {
-                if let Some((_, entry, ())) = keys.at(last) {
-                    pending.keep(db, entry.key(), entry);
-                }
-            }
-        } else {
-            pending.set_skip(db, hole, last_skipped);
+        if pending.ahead(db, hole) || !pending.ahead(db, last) {
+            return;
         }
-        pending.set_skip(db, last, false);
+        if !keys.is_marked(last) {
+            if let Some((_, entry, ())) = keys.at(last) {
+                pending.keep(db, entry.key(), entry);
+            }
+        }
+        keys.set_marked(last, false);
     }
 
     /// Walks on for about `budget` keys, appending their cut versions to
@@ -285,7 +261,7 @@ impl Shard {
         let mut seen = 0;
         while pending.db < self.dbs.len() && seen < budget {
             let db = pending.db;
-            let table = &self.dbs[db].keys;
+            let table = &mut self.dbs[db].keys;
             let end = table
                 .len()
                 .min(pending.cursor.saturating_add(budget - seen));
@@ -295,12 +271,13 @@ impl Shard {
                 if let Some((_, ahead, ())) = table.at(i + WALK_PREFETCH_AHEAD) {
                     ahead.prefetch();
                 }
+                if table.is_marked(i) {
+                    table.set_marked(i, false);
+                    continue;
+                }
                 let Some((_, e, ())) = table.at(i) else {
                     break;
                 };
-                if pending.skips(db, i) {
-                    continue;
-                }
                 if selected != Some(db) {
                     visitor.select_db(out, db);
                     selected = Some(db);
@@ -310,9 +287,6 @@ impl Shard {
             seen += end.saturating_sub(pending.cursor);
             pending.cursor = pending.cursor.max(end);
             if pending.cursor >= table.len() {
-                if let Some(bits) = pending.skip.get_mut(db) {
-                    *bits = Vec::new();
-                }
                 pending.db += 1;
                 pending.cursor = 0;
             }
@@ -696,6 +670,12 @@ mod tests {
                 }
             }
             assert_eq!(*c.seen.lock(), cut, "seed {seed}");
+            // No mark outlives the walk (the next snapshot would skip).
+            let shard = ks.shards[0].lock();
+            for db in 0..2 {
+                let keys = &shard.dbs[db].keys;
+                assert!((0..keys.len()).all(|i| !keys.is_marked(i)), "seed {seed}");
+            }
         }
     }
 
