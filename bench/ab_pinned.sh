@@ -14,3 +14,4 @@ for r in 1 2 3; do for s in $servers; do
   taskset -c 1 redis-benchmark -p $s "$@" -q 2>&1 | tr '\r' '\n' | grep "requests per second" | sed "s/^/$r $s /"
 done; done
 for s in $servers; do redis-cli -p $s shutdown nosave >/dev/null 2>&1; done
+wait  # the Vireo servers have let go of their ports before the next run

@@ -221,30 +221,36 @@ impl std::ops::IndexMut<usize> for Tables {
 }
 
 /// A lockable piece of the keyspace: its part of every database, the WATCH
-/// registrations of its keys and its counters. (`repr(C)`: the tables come
-/// first, see [`ShardSlot`].)
+/// registrations of its keys and its counters. (`repr(C)`: what every
+/// write reads comes first, on the lock's cache line, see [`ShardSlot`]:
+/// whether a snapshot is pending, whether anyone watches a key, database
+/// 0's key table.)
 #[repr(C)]
 pub struct Shard {
-    pub(crate) dbs: Tables,
-    /// WATCHed keys of this shard: key → (db, flag) for each watching client.
-    watchers: HashMap<Key, Vec<(usize, WatchFlag)>>,
-    pub(crate) stats: ShardStats,
-    /// Where values this shard expires go.
-    disposal: Arc<Disposal>,
     /// The snapshot this shard still owes its pre-cut contents to, with
     /// the entries changed since the cut (boxed: rare, and the shard array
     /// stays small).
     pub(crate) pending: Option<Box<Pending>>,
+    /// WATCHed keys of this shard: key → (db, flag) for each watching
+    /// client; none while no key is watched (boxed: one word to check).
+    watchers: Option<Box<Watchers>>,
+    pub(crate) dbs: Tables,
+    pub(crate) stats: ShardStats,
+    /// Where values this shard expires go.
+    disposal: Arc<Disposal>,
 }
+
+/// WATCH registrations: key → (db, flag) for each watching client.
+type Watchers = HashMap<Key, Vec<(usize, WatchFlag)>>;
 
 impl Shard {
     fn new(databases: usize, disposal: Arc<Disposal>) -> Self {
         Shard {
+            pending: None,
+            watchers: None,
             dbs: Tables::new(databases.max(1)),
-            watchers: HashMap::new(),
             stats: ShardStats::default(),
             disposal,
-            pending: None,
         }
     }
 
@@ -258,10 +264,10 @@ impl Shard {
 
     /// Marks every client watching `key` in `db` as dirty.
     pub(crate) fn signal(&self, db: usize, key: &[u8]) {
-        if self.watchers.is_empty() {
+        let Some(watchers) = self.watchers.as_deref() else {
             return;
-        }
-        if let Some(list) = self.watchers.get(key) {
+        };
+        if let Some(list) = watchers.get(key) {
             for (wdb, flag) in list {
                 if *wdb == db {
                     flag.store(true, Ordering::Release);
@@ -273,7 +279,7 @@ impl Shard {
     /// Marks clients watching, in any of `dbs`, a key that currently exists
     /// in any of `dbs`, as Redis does for FLUSHDB and SWAPDB.
     fn signal_existing(&self, dbs: &[usize]) {
-        for (key, list) in &self.watchers {
+        for (key, list) in self.watchers.iter().flat_map(|w| w.iter()) {
             let hash = hash_key(key);
             if !dbs
                 .iter()
@@ -1040,7 +1046,8 @@ impl<'a> Keys<'a> {
     /// Registers `flag` to be set when `key` in `db` is modified.
     pub fn watch(&mut self, db: usize, key: &[u8], flag: &WatchFlag) {
         let hash = hash_key(key);
-        let list = self.shard(hash).watchers.entry(key.into()).or_default();
+        let watchers = self.shard(hash).watchers.get_or_insert_default();
+        let list = watchers.entry(key.into()).or_default();
         if !list.iter().any(|(d, f)| *d == db && Arc::ptr_eq(f, flag)) {
             list.push((db, flag.clone()));
         }
@@ -1049,12 +1056,18 @@ impl<'a> Keys<'a> {
     /// Removes a registration made by [`Keys::watch`].
     pub fn unwatch(&mut self, db: usize, key: &[u8], flag: &WatchFlag) {
         let hash = hash_key(key);
-        let watchers = &mut self.shard(hash).watchers;
+        let slot = &mut self.shard(hash).watchers;
+        let Some(watchers) = slot.as_deref_mut() else {
+            return;
+        };
         if let Some(list) = watchers.get_mut(key) {
             list.retain(|(d, f)| !(*d == db && Arc::ptr_eq(f, flag)));
             if list.is_empty() {
                 watchers.remove(key);
             }
+        }
+        if watchers.is_empty() {
+            *slot = None;
         }
     }
 
@@ -1206,7 +1219,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_shard_lock_and_database_0s_table_header_share_a_cache_line() {
+    fn what_every_write_reads_shares_the_shard_locks_cache_line() {
         let ks = Keyspace::new(16, 8);
         for slot in ks.shards.iter() {
             let base = slot as *const ShardSlot as usize;
@@ -1214,13 +1227,27 @@ mod tests {
             // The lock word comes before the data it guards.
             assert!(slot.data_ptr() as usize - base <= 8);
             let shard = slot.lock();
-            let keys = &shard.dbs[0].keys as *const Dict<Entry, ()> as usize;
-            let end = keys + std::mem::size_of::<Dict<Entry, ()>>();
-            assert!(
-                end - base <= 64,
-                "table header ends {} bytes in",
-                end - base
-            );
+            let end_of = |p: usize, size: usize| p + size - base;
+            let fields = [
+                (
+                    "table header",
+                    end_of(
+                        &shard.dbs[0].keys as *const _ as usize,
+                        size_of::<Dict<Entry, ()>>(),
+                    ),
+                ),
+                (
+                    "pending",
+                    end_of(&shard.pending as *const _ as usize, size_of::<usize>()),
+                ),
+                (
+                    "watchers",
+                    end_of(&shard.watchers as *const _ as usize, size_of::<usize>()),
+                ),
+            ];
+            for (name, end) in fields {
+                assert!(end <= 64, "{name} ends {end} bytes in");
+            }
         }
     }
 
@@ -1405,6 +1432,9 @@ mod tests {
         flag.store(false, Ordering::Release);
         k.signal_modified(0, b"w");
         assert!(!flag.load(Ordering::Acquire));
+        // With nothing watched, no shard keeps a map.
+        drop(k);
+        assert!(ks.shards.iter().all(|s| s.lock().watchers.is_none()));
     }
 
     #[test]
