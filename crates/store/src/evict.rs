@@ -87,6 +87,9 @@ pub const POOL_SIZE: usize = 16;
 #[derive(Debug)]
 struct Candidate {
     score: u64,
+    /// The key's shard, so that evicting it need not hash the key to
+    /// find it.
+    shard: usize,
     db: usize,
     key: Key,
 }
@@ -101,7 +104,7 @@ struct Candidates {
 
 impl Candidates {
     /// Adds a sampled key, keeping only the [`POOL_SIZE`] best.
-    fn offer(&mut self, score: u64, db: usize, key: &[u8]) {
+    fn offer(&mut self, score: u64, (shard, db): (usize, usize), key: &[u8]) {
         self.offered += 1;
         let sorted = &mut self.sorted;
         if sorted.len() == POOL_SIZE && score <= sorted[0].score {
@@ -123,6 +126,7 @@ impl Candidates {
             at,
             Candidate {
                 score,
+                shard,
                 db,
                 key: key.into(),
             },
@@ -206,7 +210,7 @@ impl Keyspace {
     fn visit_shards(
         &self,
         pool: &mut EvictionPool,
-        mut f: impl FnMut(&mut Shard, &mut EvictionPool) -> bool,
+        mut f: impl FnMut(usize, &mut Shard, &mut EvictionPool) -> bool,
     ) -> bool {
         let n = self.shard_count();
         for _ in 0..n {
@@ -215,7 +219,7 @@ impl Keyspace {
             let Some(mut shard) = self.try_lock_shard(i) else {
                 continue;
             };
-            if f(&mut shard, pool) {
+            if f(i, &mut shard, pool) {
                 return true;
             }
         }
@@ -232,7 +236,7 @@ impl Keyspace {
         let decay = self.lfu_tuning().decay_minutes;
         loop {
             let now = crate::clock::now_ms();
-            let sampled = self.visit_shards(pool, |shard, pool| {
+            let sampled = self.visit_shards(pool, |i, shard, pool| {
                 let before = pool.cands.offered;
                 // A shard's tables (one per database) are cold by the time
                 // eviction comes back to it; checking each for keys one by
@@ -252,7 +256,8 @@ impl Keyspace {
                         table.volatile.sample(&mut pool.rng, samples, |hash| {
                             table.keys.with_hash(hash, |e, ()| {
                                 if e.expire_at().is_some() {
-                                    pool.cands.offer(policy.score(e, now, decay), db, e.key());
+                                    let score = policy.score(e, now, decay);
+                                    pool.cands.offer(score, (i, db), e.key());
                                 }
                             });
                         });
@@ -260,7 +265,8 @@ impl Keyspace {
                         table
                             .keys
                             .sample(&mut pool.rng, samples, Entry::prefetch, |e, ()| {
-                                pool.cands.offer(policy.score(e, now, decay), db, e.key());
+                                pool.cands
+                                    .offer(policy.score(e, now, decay), (i, db), e.key());
                             });
                     }
                 }
@@ -268,18 +274,22 @@ impl Keyspace {
             });
             // The best candidate that still qualifies goes.
             while let Some(c) = pool.cands.sorted.pop() {
-                let idx = self.shard_of(&c.key);
-                let Some(mut shard) = self.try_lock_shard(idx) else {
+                let Some(mut shard) = self.try_lock_shard(c.shard) else {
                     continue;
                 };
                 let hash = hash_key(&c.key);
-                let table = &shard.dbs[c.db];
-                let qualifies = table
-                    .keys
-                    .get_key_value(hash, &c.key)
-                    .is_some_and(|(e, ())| !policy.volatile_only() || e.expire_at().is_some());
-                if qualifies {
-                    return shard.evict(c.db, hash, c.key, on_evicted);
+                // Any key qualifies under an allkeys policy: removing it is
+                // the one lookup (it may be gone since it was sampled).
+                let qualifies = !policy.volatile_only()
+                    || shard.dbs[c.db]
+                        .keys
+                        .get_key_value(hash, &c.key)
+                        .is_some_and(|(e, ())| e.expire_at().is_some());
+                if !qualifies {
+                    continue;
+                }
+                if let Some(evicted) = shard.evict(c.db, hash, c.key, on_evicted) {
+                    return Some(evicted);
                 }
             }
             if !sampled {
@@ -295,7 +305,7 @@ impl Keyspace {
         on_evicted: &mut dyn FnMut(usize, &[u8]),
     ) -> Option<Evicted> {
         let mut evicted = None;
-        self.visit_shards(pool, |shard, pool| {
+        self.visit_shards(pool, |_, shard, pool| {
             for db in 0..shard.dbs.len() {
                 let table = &shard.dbs[db];
                 let key = if policy.volatile_only() {
@@ -384,7 +394,8 @@ mod tests {
     fn pool_keeps_the_best_candidates_sorted() {
         let mut pool = EvictionPool::default();
         for i in 0..40u64 {
-            pool.cands.offer(i * 7 % 41, 0, format!("k{i}").as_bytes());
+            pool.cands
+                .offer(i * 7 % 41, (0, 0), format!("k{i}").as_bytes());
         }
         assert_eq!(pool.len(), POOL_SIZE);
         let scores: Vec<u64> = pool.cands.sorted.iter().map(|c| c.score).collect();
@@ -394,19 +405,19 @@ mod tests {
         // Offering a key again never duplicates it: a score too low for a
         // full pool is ignored, a better one replaces the old.
         let best = pool.cands.sorted.last().unwrap().key.clone();
-        pool.cands.offer(0, 0, &best);
+        pool.cands.offer(0, (0, 0), &best);
         assert_eq!(
             pool.cands.sorted.iter().filter(|c| c.key == best).count(),
             1
         );
         let second = pool.cands.sorted[POOL_SIZE - 2].key.clone();
-        pool.cands.offer(1000, 0, &second);
+        pool.cands.offer(1000, (0, 0), &second);
         assert_eq!(
             pool.cands.sorted.iter().filter(|c| c.key == second).count(),
             1
         );
         assert_eq!(pool.cands.sorted.last().unwrap().key, second);
-        pool.cands.offer(1001, 0, &best);
+        pool.cands.offer(1001, (0, 0), &best);
         assert_eq!(pool.cands.sorted.last().unwrap().key, best);
         assert_eq!(pool.len(), POOL_SIZE);
         pool.clear();
