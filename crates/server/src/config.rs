@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering};
 
 use parking_lot::RwLock;
 use vireo_store::glob::glob_match;
@@ -464,6 +464,9 @@ pub struct HotConfig {
     /// negated (Redis's own encoding); 0 is off.
     pub maxmemory_clients: AtomicI64,
     pub maxmemory_samples: AtomicU64,
+    /// `maxmemory-policy` as its index in [`POLICIES`] (read by every
+    /// command while memory is over the limit).
+    pub maxmemory_policy: AtomicU8,
     pub maxmemory_eviction_tenacity: AtomicU64,
     pub lfu_log_factor: AtomicU64,
     pub lfu_decay_time: AtomicU64,
@@ -475,6 +478,22 @@ pub struct HotConfig {
     pub zset_max_listpack_entries: AtomicU64,
     pub zset_max_listpack_value: AtomicU64,
 }
+
+/// Every `maxmemory-policy`, indexed by [`HotConfig::maxmemory_policy`]
+/// (`noeviction` first, so a zeroed mirror means it).
+const POLICIES: [vireo_store::Policy; 8] = {
+    use vireo_store::Policy::*;
+    [
+        NoEviction,
+        AllKeysLru,
+        AllKeysLfu,
+        AllKeysRandom,
+        VolatileLru,
+        VolatileLfu,
+        VolatileRandom,
+        VolatileTtl,
+    ]
+};
 
 /// A size threshold as usize (saturating on 32-bit targets).
 fn threshold(a: &AtomicU64) -> usize {
@@ -888,6 +907,10 @@ impl Config {
             .store(clients.unwrap_or(0), Ordering::Relaxed);
         h.maxmemory_samples
             .store(u("maxmemory-samples"), Ordering::Relaxed);
+        let policy = vireo_store::Policy::parse(&self.raw("maxmemory-policy"));
+        let index = POLICIES.iter().position(|p| Some(*p) == policy);
+        h.maxmemory_policy
+            .store(index.unwrap_or(0) as u8, Ordering::Relaxed);
         h.maxmemory_eviction_tenacity
             .store(u("maxmemory-eviction-tenacity"), Ordering::Relaxed);
         h.lfu_log_factor
@@ -997,8 +1020,8 @@ impl Config {
     }
     /// `maxmemory-policy`, parsed (the table only accepts valid names).
     pub fn eviction_policy(&self) -> vireo_store::Policy {
-        vireo_store::Policy::parse(&self.maxmemory_policy())
-            .unwrap_or(vireo_store::Policy::NoEviction)
+        let index = self.hot.maxmemory_policy.load(Ordering::Relaxed);
+        POLICIES[usize::from(index) % POLICIES.len()]
     }
     /// `maxmemory` in bytes (0: no limit).
     pub fn maxmemory(&self) -> u64 {
