@@ -325,8 +325,9 @@ fn set_generic(
     if opts.get && reply_value(ctx, key).is_err() {
         return;
     }
-    let found = ctx.keys.contains(ctx.db, key);
-    let applies = !((opts.nx && found) || (opts.xx && !found));
+    // Only NX and XX need to know beforehand (a plain SET's store looks
+    // the key up itself: one lookup per SET, not two).
+    let applies = !(opts.nx || opts.xx) || ctx.keys.contains(ctx.db, key) == opts.xx;
     if applies {
         if opts.keepttl {
             let value = Value::Str(StrValue::from_bytes(value));
