@@ -464,8 +464,8 @@ pub struct HotConfig {
     /// negated (Redis's own encoding); 0 is off.
     pub maxmemory_clients: AtomicI64,
     pub maxmemory_samples: AtomicU64,
-    /// `maxmemory-policy` as its index in [`POLICIES`] (read by every
-    /// command while memory is over the limit).
+    /// `maxmemory-policy` as its index in [`vireo_store::Policy::ALL`]
+    /// (read by every command while memory is over the limit).
     pub maxmemory_policy: AtomicU8,
     pub maxmemory_eviction_tenacity: AtomicU64,
     pub lfu_log_factor: AtomicU64,
@@ -478,22 +478,6 @@ pub struct HotConfig {
     pub zset_max_listpack_entries: AtomicU64,
     pub zset_max_listpack_value: AtomicU64,
 }
-
-/// Every `maxmemory-policy`, indexed by [`HotConfig::maxmemory_policy`]
-/// (`noeviction` first, so a zeroed mirror means it).
-const POLICIES: [vireo_store::Policy; 8] = {
-    use vireo_store::Policy::*;
-    [
-        NoEviction,
-        AllKeysLru,
-        AllKeysLfu,
-        AllKeysRandom,
-        VolatileLru,
-        VolatileLfu,
-        VolatileRandom,
-        VolatileTtl,
-    ]
-};
 
 /// A size threshold as usize (saturating on 32-bit targets).
 fn threshold(a: &AtomicU64) -> usize {
@@ -908,7 +892,9 @@ impl Config {
         h.maxmemory_samples
             .store(u("maxmemory-samples"), Ordering::Relaxed);
         let policy = vireo_store::Policy::parse(&self.raw("maxmemory-policy"));
-        let index = POLICIES.iter().position(|p| Some(*p) == policy);
+        let index = vireo_store::Policy::ALL
+            .iter()
+            .position(|p| Some(*p) == policy);
         h.maxmemory_policy
             .store(index.unwrap_or(0) as u8, Ordering::Relaxed);
         h.maxmemory_eviction_tenacity
@@ -1021,7 +1007,8 @@ impl Config {
     /// `maxmemory-policy`, parsed (the table only accepts valid names).
     pub fn eviction_policy(&self) -> vireo_store::Policy {
         let index = self.hot.maxmemory_policy.load(Ordering::Relaxed);
-        POLICIES[usize::from(index) % POLICIES.len()]
+        let all = vireo_store::Policy::ALL;
+        all[usize::from(index) % all.len()]
     }
     /// `maxmemory` in bytes (0: no limit).
     pub fn maxmemory(&self) -> u64 {

@@ -36,19 +36,36 @@ pub enum Policy {
 }
 
 impl Policy {
+    /// Every policy with its `maxmemory-policy` name, `noeviction` first
+    /// (so index 0 means it: the server keeps the setting as an index).
+    pub const ALL: [Policy; 8] = [
+        Policy::NoEviction,
+        Policy::AllKeysLru,
+        Policy::AllKeysLfu,
+        Policy::AllKeysRandom,
+        Policy::VolatileLru,
+        Policy::VolatileLfu,
+        Policy::VolatileRandom,
+        Policy::VolatileTtl,
+    ];
+
+    /// The policy's `maxmemory-policy` name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::NoEviction => "noeviction",
+            Policy::AllKeysLru => "allkeys-lru",
+            Policy::AllKeysLfu => "allkeys-lfu",
+            Policy::AllKeysRandom => "allkeys-random",
+            Policy::VolatileLru => "volatile-lru",
+            Policy::VolatileLfu => "volatile-lfu",
+            Policy::VolatileRandom => "volatile-random",
+            Policy::VolatileTtl => "volatile-ttl",
+        }
+    }
+
     /// Parses a `maxmemory-policy` value (lower case, as CONFIG stores it).
     pub fn parse(name: &str) -> Option<Policy> {
-        Some(match name {
-            "noeviction" => Policy::NoEviction,
-            "allkeys-lru" => Policy::AllKeysLru,
-            "allkeys-lfu" => Policy::AllKeysLfu,
-            "allkeys-random" => Policy::AllKeysRandom,
-            "volatile-lru" => Policy::VolatileLru,
-            "volatile-lfu" => Policy::VolatileLfu,
-            "volatile-random" => Policy::VolatileRandom,
-            "volatile-ttl" => Policy::VolatileTtl,
-            _ => return None,
-        })
+        Policy::ALL.into_iter().find(|p| p.name() == name)
     }
 
     /// True when only keys with a TTL may be evicted.
