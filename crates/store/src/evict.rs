@@ -100,6 +100,15 @@ impl Policy {
 /// How many candidates the pool keeps (Redis's `EVPOOL_SIZE`).
 pub const POOL_SIZE: usize = 16;
 
+/// Evictions one sampling round pays for: a round takes this many times
+/// `maxmemory-samples` keys per database at once, and the evictions after
+/// it take the pool's best without sampling again, so each evicted key
+/// still costs `maxmemory-samples` samples, as in Redis. The picks of a
+/// round wait on their cache misses together (`Dict::sample`), so a round
+/// of 15 costs about what a round of 5 did: the sampling misses were most
+/// of eviction's time.
+const EVICTIONS_PER_ROUND: usize = 3;
+
 /// A candidate for eviction.
 #[derive(Debug)]
 struct Candidate {
@@ -158,6 +167,9 @@ pub struct EvictionPool {
     cands: Candidates,
     /// Shard the next sampling round starts from.
     next_shard: usize,
+    /// Evictions the last sampling round still pays for (see
+    /// [`EVICTIONS_PER_ROUND`]).
+    paid_for: usize,
     rng: fastrand::Rng,
 }
 
@@ -171,6 +183,7 @@ impl Default for EvictionPool {
             },
             // Pools used side by side start on different shards.
             next_shard: rng.usize(..),
+            paid_for: 0,
             rng,
         }
     }
@@ -180,6 +193,7 @@ impl EvictionPool {
     /// Forgets every candidate (the policy changed, or the data was flushed).
     pub fn clear(&mut self) {
         self.cands.sorted.clear();
+        self.paid_for = 0;
     }
 
     /// Number of candidates held.
@@ -251,44 +265,16 @@ impl Keyspace {
         on_evicted: &mut dyn FnMut(usize, &[u8]),
     ) -> Option<Evicted> {
         let decay = self.lfu_tuning().decay_minutes;
+        let per_round = samples * EVICTIONS_PER_ROUND;
         loop {
-            let now = crate::clock::now_ms();
-            let sampled = self.visit_shards(pool, |i, shard, pool| {
-                let before = pool.cands.offered;
-                // A shard's tables (one per database) are cold by the time
-                // eviction comes back to it; checking each for keys one by
-                // one was a fifth of the time spent evicting.
-                for table in shard.dbs.iter() {
-                    if policy.volatile_only() {
-                        prefetch_read(&table.volatile);
-                    } else {
-                        prefetch_read(&table.keys);
-                    }
-                }
-                for (db, table) in shard.dbs.iter().enumerate() {
-                    if policy.volatile_only() {
-                        if table.volatile.is_empty() {
-                            continue;
-                        }
-                        table.volatile.sample(&mut pool.rng, samples, |hash| {
-                            table.keys.with_hash(hash, |e, ()| {
-                                if e.expire_at().is_some() {
-                                    let score = policy.score(e, now, decay);
-                                    pool.cands.offer(score, (i, db), e.key());
-                                }
-                            });
-                        });
-                    } else if !table.keys.is_empty() {
-                        table
-                            .keys
-                            .sample(&mut pool.rng, samples, Entry::prefetch, |e, ()| {
-                                pool.cands
-                                    .offer(policy.score(e, now, decay), (i, db), e.key());
-                            });
-                    }
-                }
-                pool.cands.offered != before
-            });
+            if pool.paid_for > 0 && !pool.cands.sorted.is_empty() {
+                // An earlier round's samples cover this eviction.
+                pool.paid_for -= 1;
+            } else if self.sample_round(policy, per_round, decay, pool) {
+                pool.paid_for = EVICTIONS_PER_ROUND - 1;
+            } else if pool.cands.sorted.is_empty() {
+                return None;
+            }
             // The best candidate that still qualifies goes.
             while let Some(c) = pool.cands.sorted.pop() {
                 let Some(mut shard) = self.try_lock_shard(c.shard) else {
@@ -309,10 +295,56 @@ impl Keyspace {
                     return Some(evicted);
                 }
             }
-            if !sampled {
-                return None;
-            }
+            pool.paid_for = 0;
         }
+    }
+
+    /// Samples `samples` keys from every database of the next shard that
+    /// has some into the pool; false when a whole pass found nothing.
+    fn sample_round(
+        &self,
+        policy: Policy,
+        samples: usize,
+        decay: u32,
+        pool: &mut EvictionPool,
+    ) -> bool {
+        let now = crate::clock::now_ms();
+        self.visit_shards(pool, |i, shard, pool| {
+            let before = pool.cands.offered;
+            // A shard's tables (one per database) are cold by the time
+            // eviction comes back to it; checking each for keys one by
+            // one was a fifth of the time spent evicting.
+            for table in shard.dbs.iter() {
+                if policy.volatile_only() {
+                    prefetch_read(&table.volatile);
+                } else {
+                    prefetch_read(&table.keys);
+                }
+            }
+            for (db, table) in shard.dbs.iter().enumerate() {
+                if policy.volatile_only() {
+                    if table.volatile.is_empty() {
+                        continue;
+                    }
+                    table.volatile.sample(&mut pool.rng, samples, |hash| {
+                        table.keys.with_hash(hash, |e, ()| {
+                            if e.expire_at().is_some() {
+                                let score = policy.score(e, now, decay);
+                                pool.cands.offer(score, (i, db), e.key());
+                            }
+                        });
+                    });
+                } else if !table.keys.is_empty() {
+                    table
+                        .keys
+                        .sample(&mut pool.rng, samples, Entry::prefetch, |e, ()| {
+                            pool.cands
+                                .offer(policy.score(e, now, decay), (i, db), e.key());
+                        });
+                }
+            }
+            pool.cands.offered != before
+        })
     }
 
     fn evict_random(
