@@ -257,8 +257,12 @@ impl Shard {
     /// Removes `key` from `db` (and from the TTL index), keeping it for a
     /// pending snapshot first.
     pub(crate) fn remove_entry(&mut self, db: usize, hash: u64, key: &[u8]) -> Option<Entry> {
-        self.preserve(db, hash, key);
-        self.keep_entry_moving_behind_walk(db, hash, key);
+        if self.pending.is_some() {
+            // One lookup for both: the removal does its own.
+            let found = self.dbs[db].keys.position(hash, key);
+            self.preserve_at(db, found);
+            self.keep_entry_moving_behind_walk(db, found);
+        }
         self.dbs[db].remove(hash, key)
     }
 
@@ -865,11 +869,10 @@ impl<'a> Keys<'a> {
     pub fn set_str(&mut self, db: usize, key: &[u8], bytes: &[u8], expire_at: Option<u64>) -> bool {
         let hash = hash_key(key);
         let found = self.find_live(db, hash, key);
+        self.shard(hash).preserve_at(db, found);
         if let Some(i) = found {
             let (now, tuning) = (self.now, self.ks.lfu_tuning());
-            let shard = self.shard(hash);
-            shard.preserve_at(db, found);
-            let entry = shard.dbs[db].keys.key_at_mut(i);
+            let entry = self.shard(hash).dbs[db].keys.key_at_mut(i);
             if entry.is_some_and(|e| e.overwrite_str(bytes, expire_at, now, tuning)) {
                 return true;
             }
@@ -922,12 +925,15 @@ impl<'a> Keys<'a> {
     fn put_entry(&mut self, db: usize, key: &[u8], entry: Entry) -> Option<Entry> {
         let hash = hash_key(key);
         let found = self.find_live(db, hash, key);
+        self.shard(hash).preserve_at(db, found);
         self.store_found(db, hash, found, entry.with_key(key))
     }
 
     /// Stores `entry` (which holds its key, hashed to `hash`) at position
     /// `found` of `db`'s table (what [`Keys::find_live`] answered for the
-    /// key), or adds it when none; returns the replaced entry.
+    /// key), or adds it when none; returns the replaced entry. The caller
+    /// has kept the old entry for a pending snapshot
+    /// ([`Shard::preserve_at`]).
     fn store_found(
         &mut self,
         db: usize,
@@ -938,7 +944,6 @@ impl<'a> Keys<'a> {
         let now = self.now;
         let tuning = self.ks.lfu_tuning();
         let shard = self.shard(hash);
-        shard.preserve_at(db, found);
         let table = &mut shard.dbs[db];
         let new_ttl = entry.expire_at().is_some();
         let mut added_at = None;

@@ -17,7 +17,8 @@
 //!    (serialized by the visitor on the thread of the command changing it,
 //!    so nothing but those bytes is kept) and marks its entry for the
 //!    walk to pass over (a bit in the key table's slot, which the lookup
-//!    has just read); a key added after the cut is marked the same way. Reads cost nothing, a write at most the serialization of one
+//!    has just read); a key added after the cut is marked the same way.
+//!    Reads cost nothing, a write at most the serialization of one
 //!    entry, and a command waits for the walk at most one step. FLUSHDB
 //!    and SWAPDB, which would have to write out whole tables, finish their
 //!    shards' walks first.
@@ -180,18 +181,10 @@ impl Pending {
 }
 
 impl Shard {
-    /// Writes out `key`'s entry as it is now for a pending snapshot whose
-    /// walk has not passed it; called before anything changes the key.
-    #[inline]
-    pub(crate) fn preserve(&mut self, db: usize, hash: u64, key: &[u8]) {
-        if self.pending.as_ref().is_some_and(|p| db >= p.db) {
-            let found = self.dbs[db].keys.position(hash, key);
-            self.preserve_at(db, found);
-        }
-    }
-
-    /// [`Shard::preserve`] for a caller that already looked the key up:
-    /// `found` is its position in `db`'s table, or none if absent.
+    /// Writes out the entry at position `found` of `db`'s table (none:
+    /// the key is absent) as it is now, for a pending snapshot whose walk
+    /// has not passed it; called, with the position the caller's lookup
+    /// found, before anything changes the key.
     pub(crate) fn preserve_at(&mut self, db: usize, found: Option<usize>) {
         let Some(pending) = self.pending.as_deref_mut() else {
             return;
@@ -224,17 +217,15 @@ impl Shard {
     /// Removing `key` moves the table's last entry into its place (its
     /// mark moves along): when that carries an entry the walk has not
     /// reached behind the walk's position, the entry is written out now,
-    /// or the walk would miss it, and its mark is cleared. Called before
-    /// the removal (and after [`Shard::preserve`]).
-    pub(crate) fn keep_entry_moving_behind_walk(&mut self, db: usize, hash: u64, key: &[u8]) {
+    /// or the walk would miss it, and its mark is cleared. `removed` is the
+    /// position of the entry about to be removed. Called before the
+    /// removal (and after [`Shard::preserve_at`]).
+    pub(crate) fn keep_entry_moving_behind_walk(&mut self, db: usize, removed: Option<usize>) {
         let Some(pending) = self.pending.as_deref_mut() else {
             return;
         };
-        if db < pending.db {
-            return;
-        }
         let keys = &mut self.dbs[db].keys;
-        let (Some(hole), Some(last)) = (keys.position(hash, key), keys.len().checked_sub(1)) else {
+        let (Some(hole), Some(last)) = (removed, keys.len().checked_sub(1)) else {
             return;
         };
         if pending.ahead(db, hole) || !pending.ahead(db, last) {
