@@ -270,10 +270,14 @@ impl Keyspace {
             if pool.paid_for > 0 && !pool.cands.sorted.is_empty() {
                 // An earlier round's samples cover this eviction.
                 pool.paid_for -= 1;
-            } else if self.sample_round(policy, per_round, decay, pool) {
-                pool.paid_for = EVICTIONS_PER_ROUND - 1;
-            } else if pool.cands.sorted.is_empty() {
-                return None;
+            } else {
+                // A shard smaller than the round yields fewer samples,
+                // which pay for fewer evictions (one at least, as before).
+                let taken = self.sample_round(policy, per_round, decay, pool);
+                pool.paid_for = (taken / samples).clamp(1, EVICTIONS_PER_ROUND) - 1;
+                if taken == 0 && pool.cands.sorted.is_empty() {
+                    return None;
+                }
             }
             // The best candidate that still qualifies goes.
             while let Some(c) = pool.cands.sorted.pop() {
@@ -300,15 +304,17 @@ impl Keyspace {
     }
 
     /// Samples `samples` keys from every database of the next shard that
-    /// has some into the pool; false when a whole pass found nothing.
+    /// has some into the pool; returns how many it offered (0 when a whole
+    /// pass found nothing).
     fn sample_round(
         &self,
         policy: Policy,
         samples: usize,
         decay: u32,
         pool: &mut EvictionPool,
-    ) -> bool {
+    ) -> usize {
         let now = crate::clock::now_ms();
+        let start = pool.cands.offered;
         self.visit_shards(pool, |i, shard, pool| {
             let before = pool.cands.offered;
             // A shard's tables (one per database) are cold by the time
@@ -344,7 +350,8 @@ impl Keyspace {
                 }
             }
             pool.cands.offered != before
-        })
+        });
+        (pool.cands.offered - start) as usize
     }
 
     fn evict_random(
