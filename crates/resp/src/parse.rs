@@ -497,7 +497,7 @@ impl Parser {
 /// one more byte. Returns the value and the offset after the line, or `None`
 /// to let the general (Redis-exact) path decide.
 #[inline(always)]
-fn fast_len_line(buf: &[u8], start: usize) -> Option<(Option<i64>, usize)> {
+pub(crate) fn fast_len_line(buf: &[u8], start: usize) -> Option<(Option<i64>, usize)> {
     let rest = buf.get(start + 1..)?;
     let first = *rest.first()?;
     if first == b'0' {

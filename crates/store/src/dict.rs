@@ -539,6 +539,39 @@ impl<K: Borrow<[u8]>, V> Dict<K, V> {
         None
     }
 
+    /// Starts loading one level of the memory a lookup of `hash` reads:
+    /// `depth` 0 the bucket, 1 the first entry of its chain, 2 and more
+    /// what `deep` prefetches for the first entry stored with `hash`'s
+    /// bits (what the key points to). Each level reads the memory the
+    /// previous one loaded, so a caller with a batch of keys asks for
+    /// depth 0 for all of them, then depth 1 for all, and so on: the
+    /// batch's misses then overlap level by level instead of queueing.
+    /// Only a hint: nothing it reads changes what a lookup finds.
+    pub fn prefetch(&self, hash: u64, depth: u8, deep: impl Fn(&K)) {
+        if self.buckets.is_empty() {
+            return;
+        }
+        let hash = stored(hash);
+        let bucket = &self.buckets[self.bucket_of(hash)];
+        if depth == 0 {
+            prefetch_read(bucket);
+            return;
+        }
+        let mut cur = *bucket;
+        while let Some(link) = cur {
+            let slot = &self.slots[index_of(link)];
+            if depth == 1 {
+                prefetch_read(slot);
+                return;
+            }
+            if slot.hash() == hash {
+                deep(&slot.key);
+                return;
+            }
+            cur = slot.next;
+        }
+    }
+
     /// Calls `f` for every entry stored with the same hash bits as `hash`
     /// (the low 31): the candidates for a key known only by its hash.
     pub fn with_hash(&self, hash: u64, mut f: impl FnMut(&K, &V)) {
@@ -781,6 +814,44 @@ mod tests {
                 return out;
             }
         }
+    }
+
+    #[test]
+    fn prefetch_reaches_only_entries_stored_with_the_keys_hash() {
+        let mut d = D::new();
+        let reached = std::cell::RefCell::new(Vec::new());
+        let prefetch = |d: &D, key: &[u8], depth| {
+            reached.borrow_mut().clear();
+            d.prefetch(hash_key(key), depth, |k| {
+                reached.borrow_mut().push(k.clone())
+            });
+            reached.borrow().clone()
+        };
+        assert!(
+            prefetch(&d, b"x", 2).is_empty(),
+            "an empty table has nothing to reach"
+        );
+        for i in 0..1000 {
+            ins(&mut d, &k(i), i as u64);
+        }
+        for i in 0..2000 {
+            let key = k(i);
+            for depth in 0..2 {
+                assert!(
+                    prefetch(&d, &key, depth).is_empty(),
+                    "depth {depth} stops in the table"
+                );
+            }
+            let got = prefetch(&d, &key, 2);
+            for other in &got {
+                assert_eq!(stored(hash_key(other)), stored(hash_key(&key)));
+            }
+            if i < 1000 {
+                assert_eq!(got.len(), 1, "a present key's entry is reached");
+            }
+        }
+        assert_eq!(d.len(), 1000);
+        check(&d);
     }
 
     #[test]

@@ -443,6 +443,32 @@ impl Keyspace {
         self.shard_of_hash(hash_key(key))
     }
 
+    /// Starts loading the memory lookups of the keys with these hashes
+    /// in database `db` will read, for a worker about to run a batch of
+    /// pipelined commands: the shards (lock word and table header), then
+    /// the buckets, the chains' first entry slots and the entries. Each
+    /// level needs the one before it in cache, so every key gets a level
+    /// before any key gets the next, and the batch's cache misses overlap
+    /// instead of queueing one command after the other. A hint only: a
+    /// shard someone else holds is skipped rather than waited for, and
+    /// nothing changes.
+    pub fn prefetch(&self, db: usize, hashes: &[u64]) {
+        /// Levels inside a shard: bucket, entry slot, entry.
+        const DEPTHS: u8 = 3;
+        for &hash in hashes {
+            crate::dict::prefetch_read(&self.shards[self.shard_of_hash(hash)]);
+        }
+        for depth in 0..DEPTHS {
+            for &hash in hashes {
+                if let Some(shard) = self.shards[self.shard_of_hash(hash)].try_lock() {
+                    if db < shard.dbs.len() {
+                        shard.dbs[db].keys.prefetch(hash, depth, Entry::prefetch);
+                    }
+                }
+            }
+        }
+    }
+
     /// Locks the shards of the given shard indices (any order, duplicates
     /// allowed), ascending. Up to 8 shards need no allocation.
     pub fn lock_shards(&self, idx: impl IntoIterator<Item = usize>) -> Keys<'_> {
@@ -1254,6 +1280,25 @@ mod tests {
                 assert!(end <= 64, "{name} ends {end} bytes in");
             }
         }
+    }
+
+    #[test]
+    fn prefetch_changes_nothing_and_never_waits_for_a_held_shard() {
+        let ks = Keyspace::new(2, 8);
+        ks.lock_keys([&b"a"[..]]).set_str(0, b"a", b"1", None);
+        let hashes: Vec<u64> = [&b"a"[..], b"b", b"c"]
+            .iter()
+            .map(|k| hash_key(k))
+            .collect();
+        ks.prefetch(0, &hashes);
+        ks.prefetch(1, &hashes);
+        ks.prefetch(7, &hashes); // no such database
+        let held = ks.lock_keys([&b"a"[..]]);
+        ks.prefetch(0, &hashes); // would deadlock if it waited for the lock
+        drop(held);
+        let mut k = ks.lock_keys([&b"a"[..], b"b"]);
+        assert_eq!(k.get_read(0, b"a").unwrap().value(), s(b"1").as_ref());
+        assert!(k.get_read(0, b"b").is_none());
     }
 
     #[test]
