@@ -7,8 +7,8 @@
 //!   Redis 7.0's `networking.c` down to its error messages;
 //! * [`Args`] / [`OwnedArgs`]: zero-copy and owned views of a command's
 //!   arguments;
-//! * [`peek_key`]: a stateless look-ahead at the next pipelined command's
-//!   key, so a server can prefetch a batch's keys before running it;
+//! * [`peek_command`]: a stateless look-ahead at the next pipelined
+//!   command, so a server can prefetch a batch's keys before running it;
 //! * [`ReplyBuf`]: an output buffer that encodes replies in RESP2 or RESP3;
 //! * [`number`]: Redis-exact integer/double parsing and formatting.
 //!
@@ -59,5 +59,5 @@ pub use number::{
     write_double, write_i64, write_u64,
 };
 pub use parse::{ParseLimits, Parser, ProtocolError};
-pub use peek::peek_key;
+pub use peek::peek_command;
 pub use reply::{DeferredLen, Protocol, ReplyBuf};

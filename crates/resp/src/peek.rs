@@ -3,9 +3,9 @@
 //! A server that has a batch of pipelined commands in its input buffer can
 //! start loading the memory each command's key lives in before running the
 //! first of them, so that the batch's cache misses overlap instead of
-//! coming one after the other. [`peek_key`] finds the next command's
-//! first argument (the key of most commands) and where that command ends,
-//! at a fraction of a full parse's cost and without any state.
+//! coming one after the other. [`peek_command`] finds the next command's
+//! arguments and where that command ends, without any state and without
+//! touching the parser the connection is using.
 //!
 //! It is a hint, not a parser: anything it does not recognise as a
 //! complete, well-formed multibulk command (inline commands, incomplete
@@ -16,26 +16,25 @@ use std::ops::Range;
 
 use crate::parse::fast_len_line;
 
-/// The next command in `buf`: its length in bytes, and the range of its
-/// second element (the first argument after the command name) when it has
-/// one. `None` when `buf` does not start with a complete multibulk
-/// command.
-pub fn peek_key(buf: &[u8]) -> Option<(usize, Option<Range<usize>>)> {
+/// The next command in `buf`: its length in bytes and its number of
+/// arguments (the command name included), with the ranges of its first
+/// `args.len()` arguments written to `args`. `None` when `buf` does not
+/// start with a complete multibulk command.
+pub fn peek_command(buf: &[u8], args: &mut [Range<usize>]) -> Option<(usize, usize)> {
     let (count, mut at) = header(buf, 0, b'*')?;
-    let mut key = None;
     for i in 0..count {
         let (len, start) = header(buf, at, b'$')?;
         let end = start.checked_add(len)?;
         if end.checked_add(2)? > buf.len() {
             return None;
         }
-        if i == 1 {
-            key = Some(start..end);
+        if let Some(arg) = args.get_mut(i) {
+            *arg = start..end;
         }
         // Like the parser, the two bytes after a payload are not checked.
         at = end + 2;
     }
-    Some((at, key))
+    Some((at, count))
 }
 
 /// Reads `<kind><decimal>\r\n` at `at` with the parser's fast path for
@@ -56,13 +55,20 @@ mod tests {
     use super::*;
     use crate::{ParseLimits, Parser};
 
+    /// The command at the front of `buf` as (length, argument count,
+    /// the first two arguments).
+    fn peek2(buf: &[u8]) -> Option<(usize, usize, Vec<&[u8]>)> {
+        let mut args = [0..0, 0..0];
+        let (len, count) = peek_command(buf, &mut args)?;
+        let shown = args.iter().take(count).map(|r| &buf[r.clone()]).collect();
+        Some((len, count, shown))
+    }
+
     #[test]
-    fn finds_the_key_and_the_end_of_each_command() {
+    fn finds_the_arguments_and_the_end_of_each_command() {
         let buf = b"*3\r\n$3\r\nSET\r\n$3\r\nkey\r\n$5\r\nvalue\r\n*1\r\n$4\r\nPING\r\n";
-        let (len, key) = peek_key(buf).unwrap();
-        assert_eq!(&buf[key.unwrap()], b"key");
-        assert_eq!(len, 33);
-        assert_eq!(peek_key(&buf[len..]), Some((14, None)));
+        assert_eq!(peek2(buf), Some((33, 3, vec![&b"SET"[..], b"key"])));
+        assert_eq!(peek2(&buf[33..]), Some((14, 1, vec![&b"PING"[..]])));
     }
 
     #[test]
@@ -77,14 +83,14 @@ mod tests {
             b"*99999999999999999999\r\n",
             b"*1\r\n$999999999999999999\r\n",
         ] {
-            assert_eq!(peek_key(buf), None, "{buf:?}");
+            assert_eq!(peek2(buf), None, "{buf:?}");
         }
     }
 
     proptest::proptest! {
         /// Byte soup built from protocol fragments: whenever the
         /// look-ahead claims a command, the parser finds the same command
-        /// there, with the same second argument.
+        /// there, with the same arguments.
         #[test]
         fn agrees_with_the_parser_on_what_it_accepts(picks in proptest::collection::vec(0..9usize, 1..8)) {
             let pieces: [&[u8]; 9] = [
@@ -92,12 +98,13 @@ mod tests {
                 b"\r\n", b"$1\r\nx\r\n",
             ];
             let buf: Vec<u8> = picks.iter().flat_map(|&i| pieces[i].iter().copied()).collect();
-            if let Some((len, key)) = peek_key(&buf) {
+            if let Some((len, count, shown)) = peek2(&buf) {
                 let mut parser = Parser::new();
                 let parsed = parser.parse(&buf, &ParseLimits::default());
                 proptest::prop_assert_eq!(parsed, Ok(Some(len)));
                 let args = parser.args(&buf);
-                proptest::prop_assert_eq!(key.map(|r| &buf[r]), args.try_get(1));
+                proptest::prop_assert_eq!(count, args.len());
+                proptest::prop_assert_eq!(shown, args.iter().take(2).collect::<Vec<_>>());
             }
         }
     }

@@ -15,6 +15,7 @@ use vireo_resp::{ParseLimits, Parser, Protocol, ReplyBuf};
 
 use crate::blocking::Waiter;
 use crate::client::cflags;
+use crate::cmd::KeySpec;
 use crate::dispatch::{self, Outcome};
 use crate::server::{bump, Server, WorkerStats};
 use crate::session::Session;
@@ -449,42 +450,57 @@ pub fn output_limit_reached(server: &Server, session: &mut Session, used: usize)
     over
 }
 
-/// Pipelined commands whose keys are prefetched as one batch: a
-/// `redis-benchmark -P 16` client's pipeline.
-const PREFETCH_BATCH: usize = 16;
+/// Pipelined commands looked at per batch: a `redis-benchmark -P 16`
+/// client's pipeline.
+const PREFETCH_COMMANDS: usize = 16;
+
+/// Keys prefetched per batch (an MSET of ten keys fills it in three
+/// commands).
+const PREFETCH_KEYS: usize = 32;
 
 /// Keys longer than this are not prefetched: hashing them twice would cost
 /// more than the misses saved.
 const PREFETCH_MAX_KEY: usize = 128;
 
 /// Starts loading the keyspace memory of the keys of the next (up to
-/// [`PREFETCH_BATCH`]) commands in `input` (their first argument, the key
-/// of most commands) so that their cache misses overlap (see
-/// [`Keyspace::prefetch`]); returns how many bytes of `input` those
-/// commands span. A lone key is not worth it: nothing would overlap.
-/// Pinned single-worker SET and GET at `-P 16` over 100K keys gained about
-/// 40% (BENCHMARKS.md, issue 4, session 8).
+/// [`PREFETCH_COMMANDS`]) commands in `input` so that their cache misses
+/// overlap (see [`Keyspace::prefetch`]); returns how many bytes of `input`
+/// those commands span. Keys are found by the command table's key
+/// positions, so commands with no keys cost a peek and a name lookup. A
+/// lone key is not worth prefetching: nothing would overlap. Pinned
+/// single-worker SET and GET at `-P 16` over 100K keys gained about 40%
+/// (BENCHMARKS.md, issue 4, session 8).
 ///
 /// [`Keyspace::prefetch`]: vireo_store::Keyspace::prefetch
 fn prefetch_keys(server: &Server, db: usize, input: &[u8]) -> usize {
-    let mut keys: [Range<usize>; PREFETCH_BATCH] = Default::default();
+    let mut args: [Range<usize>; PREFETCH_KEYS + 1] = std::array::from_fn(|_| 0..0);
+    let mut hashes = [0u64; PREFETCH_KEYS];
     let mut found = 0;
     let mut at = 0;
-    for _ in 0..PREFETCH_BATCH {
-        let Some((len, key)) = vireo_resp::peek_key(&input[at..]) else {
+    for _ in 0..PREFETCH_COMMANDS {
+        let Some((len, argc)) = vireo_resp::peek_command(&input[at..], &mut args) else {
             break;
         };
-        if let Some(key) = key.filter(|k| k.len() <= PREFETCH_MAX_KEY) {
-            keys[found] = at + key.start..at + key.end;
-            found += 1;
+        let command = &input[at..at + len];
+        let spec = crate::cmd::table().lookup(&command[args[0].clone()]);
+        if let Some(KeySpec::Range { first, last, step }) = spec.map(|cmd| cmd.spec.keys) {
+            let indices =
+                || crate::cmd::key_range(argc, first, last, step).take_while(|&i| i < args.len());
+            let room = PREFETCH_KEYS - found;
+            if indices().count() > room && found > 0 {
+                break; // the next batch starts with this command
+            }
+            for i in indices().take(room) {
+                let key = &command[args[i].clone()];
+                if key.len() <= PREFETCH_MAX_KEY {
+                    hashes[found] = vireo_store::dict::hash_key(key);
+                    found += 1;
+                }
+            }
         }
         at += len;
     }
     if found > 1 {
-        let mut hashes = [0u64; PREFETCH_BATCH];
-        for (hash, key) in hashes.iter_mut().zip(&keys[..found]) {
-            *hash = vireo_store::dict::hash_key(&input[key.clone()]);
-        }
         server.keyspace.prefetch(db, &hashes[..found]);
     }
     at
@@ -504,9 +520,25 @@ mod tests {
         let server = Server::new(Config::default(), 1);
         let one = set("key:1").len();
         let many: String = (0..40).map(|i| set(&format!("key:{i:02}"))).collect();
+        let each = set("key:00").len();
         assert_eq!(
             prefetch_keys(&server, 0, many.as_bytes()),
-            PREFETCH_BATCH * set("key:00").len()
+            PREFETCH_COMMANDS * each
+        );
+        // Ten keys each: three commands fill the batch.
+        let mset = format!(
+            "*21\r\n$4\r\nMSET\r\n{}",
+            "$1\r\nk\r\n$1\r\nv\r\n".repeat(10)
+        );
+        assert_eq!(
+            prefetch_keys(&server, 0, mset.repeat(5).as_bytes()),
+            3 * mset.len()
+        );
+        // Keyless commands do not end the batch.
+        let pings = "*1\r\n$4\r\nPING\r\n".repeat(20);
+        assert_eq!(
+            prefetch_keys(&server, 0, pings.as_bytes()),
+            PREFETCH_COMMANDS * 14
         );
         let partial = format!("{}{}*3\r\n$3\r\nSET", set("key:1"), set("key:2"));
         assert_eq!(prefetch_keys(&server, 0, partial.as_bytes()), 2 * one);
