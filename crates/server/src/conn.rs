@@ -236,15 +236,17 @@ impl Conn {
             if rest.is_empty() {
                 break;
             }
-            if consumed >= prefetched {
-                prefetched = consumed + prefetch_keys(server, self.session.db, rest);
-            }
             // Until AUTH succeeds, Redis caps multibulk counts at 10 and bulk
             // lengths at 16 KiB, so an unauthenticated peer cannot make the
             // server buffer much.
             self.parser.set_unauthenticated(!self.session.authenticated);
             match self.parser.parse(rest, &limits) {
                 Ok(Some(n)) => {
+                    // More input behind this command: a pipeline, whose
+                    // keys are worth prefetching (a lone command's are not).
+                    if consumed >= prefetched && n < rest.len() {
+                        prefetched = consumed + prefetch_keys(server, self.session.db, rest);
+                    }
                     let args = self.parser.args(rest);
                     if !args.is_empty() {
                         match dispatch::run(server, &mut self.session, &mut self.out, args) {
