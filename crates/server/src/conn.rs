@@ -484,7 +484,10 @@ fn prefetch_keys(server: &Server, db: usize, input: &[u8]) -> usize {
             break;
         };
         let command = &input[at..at + len];
-        let spec = crate::cmd::table().lookup(&command[args[0].clone()]);
+        // `args` keeps the previous command's ranges past this one's count
+        // (an empty `*0` command has no name at all).
+        let name = (argc > 0).then(|| &command[args[0].clone()]);
+        let spec = name.and_then(|name| crate::cmd::table().lookup(name));
         if let Some(KeySpec::Range { first, last, step }) = spec.map(|cmd| cmd.spec.keys) {
             let indices =
                 || crate::cmd::key_range(argc, first, last, step).take_while(|&i| i < args.len());
@@ -548,6 +551,13 @@ mod tests {
         assert_eq!(
             prefetch_keys(&server, 9, set("a").as_bytes()),
             set("a").len()
+        );
+        // An empty command after a longer one: none of the longer one's
+        // arguments is taken for its name.
+        let empty_after = format!("{}*0\r\n{}", set("key:1"), set("key:2"));
+        assert_eq!(
+            prefetch_keys(&server, 0, empty_after.as_bytes()),
+            empty_after.len()
         );
     }
 }

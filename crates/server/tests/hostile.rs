@@ -156,6 +156,14 @@ fn protocol_cases() -> Vec<(Vec<u8>, &'static str, bool)> {
         (b"*1048577\r\n".to_vec(), "", false),
         (b"*-1\r\nPING\r\n".to_vec(), "+PONG\r\n", false),
         (b"*0\r\nPING\r\n".to_vec(), "+PONG\r\n", false),
+        // An empty command inside a pipeline, which Vireo's look-ahead
+        // scans before running the first command.
+        (
+            b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n*0\r\n*2\r\n$3\r\nGET\r\n$1\r\nk\r\n"
+                .to_vec(),
+            "+OK\r\n$1\r\nv\r\n",
+            false,
+        ),
         (
             b"*1\r\n:1\r\n".to_vec(),
             "-ERR Protocol error: expected '$', got ':'\r\n",
