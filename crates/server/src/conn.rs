@@ -470,8 +470,8 @@ const PREFETCH_MAX_KEY: usize = 128;
 /// those commands span. Keys are found by the command table's key
 /// positions, so commands with no keys cost a peek and a name lookup. A
 /// lone key is not worth prefetching: nothing would overlap. Pinned
-/// single-worker SET and GET at `-P 16` over 100K keys gained about 40%
-/// (BENCHMARKS.md, issue 4, session 8).
+/// single-worker SET, GET, INCR and MSET at `-P 16` over 100K keys gained
+/// 23-62% (BENCHMARKS.md, issue 4, session 8).
 ///
 /// [`Keyspace::prefetch`]: vireo_store::Keyspace::prefetch
 fn prefetch_keys(server: &Server, db: usize, input: &[u8]) -> usize {
