@@ -457,7 +457,7 @@ pub fn output_limit_reached(server: &Server, session: &mut Session, used: usize)
 const PREFETCH_COMMANDS: usize = 16;
 
 /// Keys prefetched per batch (an MSET of ten keys fills it in three
-/// commands).
+/// commands), and members of the keys' hashes and sets.
 const PREFETCH_KEYS: usize = 32;
 
 /// Keys longer than this are not prefetched: hashing them twice would cost
@@ -468,8 +468,10 @@ const PREFETCH_MAX_KEY: usize = 128;
 /// [`PREFETCH_COMMANDS`]) commands in `input` so that their cache misses
 /// overlap (see [`Keyspace::prefetch`]); returns how many bytes of `input`
 /// those commands span. Keys are found by the command table's key
-/// positions, so commands with no keys cost a peek and a name lookup. A
-/// lone key is not worth prefetching: nothing would overlap. Pinned
+/// positions, so commands with no keys cost a peek and a name lookup; the
+/// members a command names in its key's hash or set are prefetched after
+/// the keys (a 100K-field hash's field lookup missed the cache three times
+/// per HSET). A lone key is not worth prefetching: nothing would overlap. Pinned
 /// single-worker SET, GET, INCR and MSET at `-P 16` over 100K keys gained
 /// 23-62% (BENCHMARKS.md, issue 4, session 8).
 ///
@@ -478,6 +480,8 @@ fn prefetch_keys(server: &Server, db: usize, input: &[u8]) -> usize {
     let mut args: [Range<usize>; PREFETCH_KEYS + 1] = std::array::from_fn(|_| 0..0);
     let mut hashes = [0u64; PREFETCH_KEYS];
     let mut found = 0;
+    let mut members = [(0u64, 0u64); PREFETCH_KEYS];
+    let mut found_members = 0;
     let mut at = 0;
     for _ in 0..PREFETCH_COMMANDS {
         let Some((len, argc)) = vireo_resp::peek_command(&input[at..], &mut args) else {
@@ -487,8 +491,12 @@ fn prefetch_keys(server: &Server, db: usize, input: &[u8]) -> usize {
         // `args` keeps the previous command's ranges past this one's count
         // (an empty `*0` command has no name at all).
         let name = (argc > 0).then(|| &command[args[0].clone()]);
-        let spec = name.and_then(|name| crate::cmd::table().lookup(name));
-        if let Some(KeySpec::Range { first, last, step }) = spec.map(|cmd| cmd.spec.keys) {
+        let Some(cmd) = name.and_then(|name| crate::cmd::table().lookup(name)) else {
+            at += len;
+            continue;
+        };
+        let first_key = found;
+        if let KeySpec::Range { first, last, step } = cmd.spec.keys {
             let indices =
                 || crate::cmd::key_range(argc, first, last, step).take_while(|&i| i < args.len());
             let room = PREFETCH_KEYS - found;
@@ -503,10 +511,25 @@ fn prefetch_keys(server: &Server, db: usize, input: &[u8]) -> usize {
                 }
             }
         }
+        // Members of the command's one key (HSET's fields, SADD's members).
+        if let (Some((first, step)), true) = (cmd.spec.members, found > first_key) {
+            let key = hashes[first_key];
+            let positions = (usize::from(first)..argc.min(args.len())).step_by(usize::from(step));
+            for i in positions.take(PREFETCH_KEYS - found_members) {
+                let member = &command[args[i].clone()];
+                if member.len() <= PREFETCH_MAX_KEY {
+                    members[found_members] = (key, vireo_store::dict::hash_key(member));
+                    found_members += 1;
+                }
+            }
+        }
         at += len;
     }
-    if found > 1 {
+    if found > 1 || found_members > 1 {
         server.keyspace.prefetch(db, &hashes[..found]);
+        server
+            .keyspace
+            .prefetch_members(db, &members[..found_members]);
     }
     at
 }
@@ -551,6 +574,14 @@ mod tests {
         assert_eq!(
             prefetch_keys(&server, 9, set("a").as_bytes()),
             set("a").len()
+        );
+        // Members ride along with their keys and do not end a batch.
+        let hsets: String = (0..20)
+            .map(|i| format!("*4\r\n$4\r\nHSET\r\n$1\r\nh\r\n$3\r\nf{i:02}\r\n$1\r\nv\r\n"))
+            .collect();
+        assert_eq!(
+            prefetch_keys(&server, 0, hsets.as_bytes()),
+            hsets.len() / 20 * PREFETCH_COMMANDS
         );
         // An empty command after a longer one: none of the longer one's
         // arguments is taken for its name.

@@ -547,7 +547,7 @@ impl<K: Borrow<[u8]>, V> Dict<K, V> {
     /// depth 0 for all of them, then depth 1 for all, and so on: the
     /// batch's misses then overlap level by level instead of queueing.
     /// Only a hint: nothing it reads changes what a lookup finds.
-    pub fn prefetch(&self, hash: u64, depth: u8, deep: impl Fn(&K)) {
+    pub fn prefetch(&self, hash: u64, depth: u8, mut deep: impl FnMut(&K)) {
         if self.buckets.is_empty() {
             return;
         }

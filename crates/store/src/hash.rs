@@ -19,7 +19,7 @@ use std::borrow::Borrow;
 use std::collections::HashSet;
 use std::fmt;
 
-use crate::dict::{hash_key, Dict};
+use crate::dict::{hash_key, prefetch_read, Dict};
 
 /// Largest listpack Redis builds (`LISTPACK_MAX_SAFETY_SIZE`); a hash whose
 /// buffer would grow beyond it is converted to a hashtable.
@@ -390,6 +390,23 @@ impl Hash {
     /// a key).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Starts loading level `depth` (0 the bucket, 1 the slot, 2 the
+    /// pair) of where the field hashed to `hash` lives, for a worker about
+    /// to run a batch of commands on this hash (see
+    /// [`Keyspace::prefetch_members`](crate::keyspace::Keyspace::prefetch_members)).
+    /// False when there is nothing to load: a listpack is one block,
+    /// already in cache with the entry.
+    pub(crate) fn prefetch_field(&self, hash: u64, depth: u8) -> bool {
+        match &self.repr {
+            Repr::Table(t) => {
+                t.dict
+                    .prefetch(hash, depth, |pair| prefetch_read(pair.0.as_ptr()));
+                true
+            }
+            Repr::Listpack(_) => false,
+        }
     }
 
     /// The value of `field`, if present.

@@ -474,6 +474,36 @@ impl Keyspace {
         }
     }
 
+    /// After [`Keyspace::prefetch`] of the keys, starts loading where
+    /// members live inside the keys' hashes and sets: `members` holds
+    /// (key hash, member hash) pairs (HSET's fields, SADD's members), at
+    /// most 64. Level by level as there (bucket, slot, the member's
+    /// bytes), skipping a pair once its key turns out to hold anything
+    /// but a hashtable-encoded hash or set. A hint, like the keys'.
+    pub fn prefetch_members(&self, db: usize, members: &[(u64, u64)]) {
+        /// Levels inside the collection: bucket, slot, member.
+        const DEPTHS: u8 = 3;
+        let mut live = u64::MAX;
+        for depth in 0..DEPTHS {
+            for (i, &(key, member)) in members.iter().enumerate().take(64) {
+                if live & (1 << i) == 0 {
+                    continue;
+                }
+                let mut deeper = false;
+                if let Some(shard) = self.shards[self.shard_of_hash(key)].try_lock() {
+                    if db < shard.dbs.len() {
+                        shard.dbs[db].keys.prefetch(key, 2, |entry: &Entry| {
+                            deeper = entry.prefetch_member(member, depth);
+                        });
+                    }
+                }
+                if !deeper {
+                    live &= !(1 << i);
+                }
+            }
+        }
+    }
+
     /// Locks the shards of the given shard indices (any order, duplicates
     /// allowed), ascending. Up to 8 shards need no allocation.
     pub fn lock_shards(&self, idx: impl IntoIterator<Item = usize>) -> Keys<'_> {
@@ -1343,6 +1373,52 @@ mod tests {
         );
         assert!(sweep(&ks).is_empty());
         assert!(ks.ttls_maybe.load(Ordering::Relaxed));
+    }
+
+    #[test]
+    fn member_prefetch_goes_into_big_hashes_and_sets_and_changes_nothing() {
+        use crate::hash::{Hash, HashLimits};
+        use crate::set::Set;
+        let small = Hash::new();
+        let mut big = Hash::new();
+        let mut set = Set::default();
+        for i in 0..1000 {
+            let m = format!("m{i}");
+            big.set(m.as_bytes(), b"v", HashLimits::default());
+            set.insert(m.as_bytes(), 0);
+        }
+        let h = |m: &str| hash_key(m.as_bytes());
+        for depth in 0..3 {
+            assert!(
+                !small.prefetch_field(h("m1"), depth),
+                "a listpack has no levels"
+            );
+            assert!(big.prefetch_field(h("m1"), depth));
+            assert!(set.prefetch_member(h("nope"), depth));
+        }
+        let ks = Keyspace::new(2, 8);
+        ks.lock_keys([&b"h"[..]]).set(0, b"h", Value::Hash(big));
+        ks.lock_keys([&b"s"[..]]).set(0, b"s", Value::Set(set));
+        ks.lock_keys([&b"x"[..]]).set(0, b"x", s(b"1"));
+        let pairs: Vec<(u64, u64)> = [("h", "m1"), ("s", "m2"), ("x", "m3"), ("none", "m4")]
+            .iter()
+            .map(|(k, m)| (h(k), h(m)))
+            .collect();
+        let keys: Vec<u64> = pairs.iter().map(|p| p.0).collect();
+        ks.prefetch(0, &keys);
+        ks.prefetch_members(0, &pairs);
+        ks.prefetch_members(5, &pairs); // no such database
+        let held = ks.lock_keys([&b"h"[..]]);
+        ks.prefetch_members(0, &pairs); // would deadlock if it waited
+        drop(held);
+        let mut k = ks.lock_keys([&b"h"[..], b"s", b"x"]);
+        assert!(
+            matches!(k.get_read(0, b"h").unwrap().value(), ValueRef::Hash(h) if h.len() == 1000)
+        );
+        assert!(
+            matches!(k.get_read(0, b"s").unwrap().value(), ValueRef::Set(s) if s.len() == 1000)
+        );
+        assert_eq!(k.get_read(0, b"x").unwrap().value(), s(b"1").as_ref());
     }
 
     #[test]

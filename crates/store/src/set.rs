@@ -20,7 +20,7 @@ use std::fmt;
 
 use vireo_resp::number::parse_i64;
 
-use crate::dict::{hash_key, Dict};
+use crate::dict::{hash_key, prefetch_read, Dict};
 
 /// Redis caps `set-max-intset-entries` at 2^30 because of intset internals.
 const INTSET_MAX_ENTRIES_CAP: usize = 1 << 30;
@@ -285,6 +285,20 @@ impl Set {
     /// set).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Starts loading level `depth` (0 the bucket, 1 the slot, 2 the
+    /// member's bytes) of where the member hashed to `hash` lives (see
+    /// [`Keyspace::prefetch_members`](crate::keyspace::Keyspace::prefetch_members)).
+    /// False when there is nothing to load: an intset is one block.
+    pub(crate) fn prefetch_member(&self, hash: u64, depth: u8) -> bool {
+        match &self.repr {
+            Repr::Table(t) => {
+                t.prefetch(hash, depth, |m| prefetch_read(m.as_ptr()));
+                true
+            }
+            Repr::Ints(_) => false,
+        }
     }
 
     /// True if `member` is in the set.

@@ -22,6 +22,7 @@ pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
     keys: KeySpec::None,
     handler: command_all,
     subcommands: SUBCOMMANDS,
+    members: None,
 }];
 
 const SUBCOMMANDS: &[CommandSpec] = &[

@@ -19,26 +19,27 @@ use super::{errors, flags::*, is, spec, CommandSpec, Ctx, KEY1};
 
 /// This family's commands, with Redis 7.0's arities, flags and key triples.
 pub const COMMANDS: &[CommandSpec] = &[
-    spec("hset", -4, WRITE | DENYOOM | FAST, KEY1, hset),
-    spec("hmset", -4, WRITE | DENYOOM | FAST, KEY1, hmset),
-    spec("hsetnx", 4, WRITE | DENYOOM | FAST, KEY1, hsetnx),
-    spec("hget", 3, READONLY | FAST, KEY1, hget),
-    spec("hmget", -3, READONLY | FAST, KEY1, hmget),
-    spec("hdel", -3, WRITE | FAST, KEY1, hdel),
+    spec("hset", -4, WRITE | DENYOOM | FAST, KEY1, hset).with_members(2, 2),
+    spec("hmset", -4, WRITE | DENYOOM | FAST, KEY1, hmset).with_members(2, 2),
+    spec("hsetnx", 4, WRITE | DENYOOM | FAST, KEY1, hsetnx).with_members(2, 2),
+    spec("hget", 3, READONLY | FAST, KEY1, hget).with_members(2, 1),
+    spec("hmget", -3, READONLY | FAST, KEY1, hmget).with_members(2, 1),
+    spec("hdel", -3, WRITE | FAST, KEY1, hdel).with_members(2, 1),
     spec("hlen", 2, READONLY | FAST, KEY1, hlen),
-    spec("hstrlen", 3, READONLY | FAST, KEY1, hstrlen),
-    spec("hexists", 3, READONLY | FAST, KEY1, hexists),
+    spec("hstrlen", 3, READONLY | FAST, KEY1, hstrlen).with_members(2, 1),
+    spec("hexists", 3, READONLY | FAST, KEY1, hexists).with_members(2, 1),
     spec("hkeys", 2, READONLY, KEY1, hkeys),
     spec("hvals", 2, READONLY, KEY1, hvals),
     spec("hgetall", 2, READONLY, KEY1, hgetall),
-    spec("hincrby", 4, WRITE | DENYOOM | FAST, KEY1, hincrby),
+    spec("hincrby", 4, WRITE | DENYOOM | FAST, KEY1, hincrby).with_members(2, 2),
     spec(
         "hincrbyfloat",
         4,
         WRITE | DENYOOM | FAST,
         KEY1,
         hincrbyfloat,
-    ),
+    )
+    .with_members(2, 2),
     spec("hrandfield", -2, READONLY, KEY1, hrandfield),
     spec("hscan", -3, READONLY, KEY1, hscan),
 ];

@@ -132,6 +132,11 @@ pub struct CommandSpec {
     pub handler: Handler,
     /// Subcommands (CONFIG GET, CLIENT LIST, …); empty for plain commands.
     pub subcommands: &'static [CommandSpec],
+    /// Where the arguments naming members of the key's hash or set are
+    /// (HSET's fields, SADD's members), as (first, step) to the last
+    /// argument: the worker's look-ahead prefetches where they live in a
+    /// big collection. `None` for every other command.
+    pub members: Option<(u8, u8)>,
 }
 
 impl CommandSpec {
@@ -145,6 +150,13 @@ impl CommandSpec {
     /// True if the flag bit is set.
     pub fn has(&self, flag: u32) -> bool {
         self.flags & flag != 0
+    }
+
+    /// The same command with member arguments at `first`, `first + step`,
+    /// … (see [`CommandSpec::members`]).
+    pub const fn with_members(mut self, first: u8, step: u8) -> Self {
+        self.members = Some((first, step));
+        self
     }
 
     /// The subcommand's own name (after `|`).
@@ -202,6 +214,7 @@ pub const fn spec(
         keys,
         handler,
         subcommands: &[],
+        members: None,
     }
 }
 
@@ -219,6 +232,7 @@ pub const fn container(
         keys: KeySpec::None,
         handler: no_handler,
         subcommands,
+        members: None,
     }
 }
 

@@ -21,11 +21,11 @@ use super::{errors, flags::*, is, spec, CommandSpec, Ctx, KeySpec, ALL_ARGS_KEYS
 
 /// This family's commands, with Redis 7.0's arities, flags and key triples.
 pub const COMMANDS: &[CommandSpec] = &[
-    spec("sadd", -3, WRITE | DENYOOM | FAST, KEY1, sadd),
-    spec("srem", -3, WRITE | FAST, KEY1, srem),
+    spec("sadd", -3, WRITE | DENYOOM | FAST, KEY1, sadd).with_members(2, 1),
+    spec("srem", -3, WRITE | FAST, KEY1, srem).with_members(2, 1),
     spec("smembers", 2, READONLY, KEY1, sinter),
-    spec("sismember", 3, READONLY | FAST, KEY1, sismember),
-    spec("smismember", -3, READONLY | FAST, KEY1, smismember),
+    spec("sismember", 3, READONLY | FAST, KEY1, sismember).with_members(2, 1),
+    spec("smismember", -3, READONLY | FAST, KEY1, smismember).with_members(2, 1),
     spec("scard", 2, READONLY | FAST, KEY1, scard),
     spec("spop", -2, WRITE | FAST, KEY1, spop),
     spec("srandmember", -2, READONLY, KEY1, srandmember),
