@@ -471,9 +471,11 @@ const PREFETCH_MAX_KEY: usize = 128;
 /// positions, so commands with no keys cost a peek and a name lookup; the
 /// members a command names in its key's hash or set are prefetched after
 /// the keys (a 100K-field hash's field lookup missed the cache three times
-/// per HSET). A lone key is not worth prefetching: nothing would overlap. Pinned
-/// single-worker SET, GET, INCR and MSET at `-P 16` over 100K keys gained
-/// 23-62% (BENCHMARKS.md, issue 4, session 8).
+/// per HSET). A lone key is not worth prefetching: nothing would overlap.
+/// Pinned single-worker SET, GET, INCR and MSET at `-P 16` over 100K keys
+/// gained 23-62% (BENCHMARKS.md, issue 4, session 8). The keys are
+/// prefetched in the session's database as it is before the batch: a
+/// SELECT inside the batch only makes the hint miss.
 ///
 /// [`Keyspace::prefetch`]: vireo_store::Keyspace::prefetch
 fn prefetch_keys(server: &Server, db: usize, input: &[u8]) -> usize {

@@ -819,13 +819,10 @@ mod tests {
     #[test]
     fn prefetch_reaches_only_entries_stored_with_the_keys_hash() {
         let mut d = D::new();
-        let reached = std::cell::RefCell::new(Vec::new());
         let prefetch = |d: &D, key: &[u8], depth| {
-            reached.borrow_mut().clear();
-            d.prefetch(hash_key(key), depth, |k| {
-                reached.borrow_mut().push(k.clone())
-            });
-            reached.borrow().clone()
+            let mut reached = Vec::new();
+            d.prefetch(hash_key(key), depth, |k| reached.push(k.clone()));
+            reached
         };
         assert!(
             prefetch(&d, b"x", 2).is_empty(),

@@ -28,6 +28,10 @@ use crate::snapshot::Pending;
 use crate::ttl_index::TtlIndex;
 use crate::value::{Value, ValueRef};
 
+/// Levels a prefetch loads inside a table, one per pass over a batch:
+/// bucket, slot, then what the slot's key points to.
+const PREFETCH_DEPTHS: u8 = 3;
+
 /// A key as stored: an owned byte string.
 pub type Key = Box<[u8]>;
 
@@ -458,18 +462,14 @@ impl Keyspace {
     /// shard someone else holds is skipped rather than waited for, and
     /// nothing changes.
     pub fn prefetch(&self, db: usize, hashes: &[u64]) {
-        /// Levels inside a shard: bucket, entry slot, entry.
-        const DEPTHS: u8 = 3;
         for &hash in hashes {
             crate::dict::prefetch_read(&self.shards[self.shard_of_hash(hash)]);
         }
-        for depth in 0..DEPTHS {
+        for depth in 0..PREFETCH_DEPTHS {
             for &hash in hashes {
-                if let Some(shard) = self.shards[self.shard_of_hash(hash)].try_lock() {
-                    if db < shard.dbs.len() {
-                        shard.dbs[db].keys.prefetch(hash, depth, Entry::prefetch);
-                    }
-                }
+                self.with_table_if_free(db, hash, |keys| {
+                    keys.prefetch(hash, depth, Entry::prefetch)
+                });
             }
         }
     }
@@ -481,25 +481,33 @@ impl Keyspace {
     /// bytes), skipping a pair once its key turns out to hold anything
     /// but a hashtable-encoded hash or set. A hint, like the keys'.
     pub fn prefetch_members(&self, db: usize, members: &[(u64, u64)]) {
-        /// Levels inside the collection: bucket, slot, member.
-        const DEPTHS: u8 = 3;
         let mut live = u64::MAX;
-        for depth in 0..DEPTHS {
+        for depth in 0..PREFETCH_DEPTHS {
             for (i, &(key, member)) in members.iter().enumerate().take(64) {
                 if live & (1 << i) == 0 {
                     continue;
                 }
                 let mut deeper = false;
-                if let Some(shard) = self.shards[self.shard_of_hash(key)].try_lock() {
-                    if db < shard.dbs.len() {
-                        shard.dbs[db].keys.prefetch(key, 2, |entry: &Entry| {
-                            deeper = entry.prefetch_member(member, depth);
-                        });
-                    }
-                }
+                self.with_table_if_free(db, key, |keys| {
+                    // Depth 2 of the key table reaches the key's entry.
+                    keys.prefetch(key, 2, |entry: &Entry| {
+                        deeper = entry.prefetch_member(member, depth);
+                    })
+                });
                 if !deeper {
                     live &= !(1 << i);
                 }
+            }
+        }
+    }
+
+    /// Runs `f` on `db`'s key table in the shard of `hash`, unless someone
+    /// holds that shard (a prefetch never waits) or there is no such
+    /// database.
+    fn with_table_if_free(&self, db: usize, hash: u64, f: impl FnOnce(&Dict<Entry, ()>)) {
+        if let Some(shard) = self.shards[self.shard_of_hash(hash)].try_lock() {
+            if db < shard.dbs.len() {
+                f(&shard.dbs[db].keys);
             }
         }
     }
