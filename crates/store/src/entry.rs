@@ -325,16 +325,19 @@ impl Entry {
     }
 
     /// Starts loading level `depth` of where a member hashed to `hash`
-    /// lives when this entry holds a hash or a set ([`Hash::prefetch_field`],
-    /// [`Set::prefetch_member`]); false for any other value, or one with
+    /// lives when this entry holds a hash, a set or a sorted set
+    /// ([`Hash::prefetch_field`], [`Set::prefetch_member`],
+    /// [`ZSet::prefetch_member`]); false for any other value, or one with
     /// nothing more to load.
     ///
     /// [`Hash::prefetch_field`]: crate::hash::Hash::prefetch_field
     /// [`Set::prefetch_member`]: crate::set::Set::prefetch_member
+    /// [`ZSet::prefetch_member`]: crate::zset::ZSet::prefetch_member
     pub(crate) fn prefetch_member(&self, hash: u64, depth: u8) -> bool {
         match self.value() {
             ValueRef::Hash(h) => h.prefetch_field(hash, depth),
             ValueRef::Set(s) => s.prefetch_member(hash, depth),
+            ValueRef::ZSet(z) => z.prefetch_member(hash, depth),
             _ => false,
         }
     }

@@ -475,11 +475,12 @@ impl Keyspace {
     }
 
     /// After [`Keyspace::prefetch`] of the keys, starts loading where
-    /// members live inside the keys' hashes and sets: `members` holds
-    /// (key hash, member hash) pairs (HSET's fields, SADD's members), at
-    /// most 64. Level by level as there (bucket, slot, the member's
-    /// bytes), skipping a pair once its key turns out to hold anything
-    /// but a hashtable-encoded hash or set. A hint, like the keys'.
+    /// members live inside the keys' collections: `members` holds (key
+    /// hash, member hash) pairs (HSET's fields, SADD's and ZADD's
+    /// members), at most 64. Level by level as there (bucket, slot, the
+    /// member's bytes), skipping a pair once its key turns out to hold
+    /// anything but a hashtable-encoded hash or set or a big sorted set. A
+    /// hint, like the keys'.
     pub fn prefetch_members(&self, db: usize, members: &[(u64, u64)]) {
         let mut live = u64::MAX;
         for depth in 0..PREFETCH_DEPTHS {

@@ -13,6 +13,7 @@ pub mod glob;
 pub mod hash;
 pub mod keyspace;
 pub mod list;
+mod open_table;
 pub mod rdb;
 pub mod set;
 pub mod snapshot;

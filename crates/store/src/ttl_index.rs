@@ -10,22 +10,25 @@
 //! key table ([`crate::dict::Dict::with_hash`]), the same walk a lookup
 //! does.
 
-/// Smallest non-empty table.
-const MIN_SLOTS: usize = 8;
+use crate::open_table::{OpenTable, Probed};
 
 /// A multiset of the low 32 bits of the hashes of keys that have a TTL.
 ///
-/// Linear probing with backward-shift deletion (no tombstones), so a
-/// lookup ends at the first empty slot however many keys came and went.
-/// Zero marks an empty slot; keys whose tag is zero are only counted.
+/// An [`OpenTable`] of tags: zero marks an empty slot, so keys whose tag
+/// is zero are only counted.
 #[derive(Default)]
 pub(crate) struct TtlIndex {
-    /// Tags, each in the first free slot at or after `tag & mask`.
-    slots: Vec<u32>,
+    tags: OpenTable<u32>,
     /// Keys with a TTL whose tag is zero.
     zeros: usize,
-    /// Keys with a TTL (non-zero tags in `slots`, plus `zeros`).
-    len: usize,
+}
+
+impl Probed for u32 {
+    const EMPTY: u32 = 0;
+    const FULL_EIGHTHS: usize = 7;
+    fn tag(&self) -> u32 {
+        *self
+    }
 }
 
 /// The tag stored for `hash`: the bits every table keeps.
@@ -36,107 +39,37 @@ fn tag(hash: u64) -> u32 {
 impl TtlIndex {
     /// Keys with a TTL.
     pub(crate) fn len(&self) -> usize {
-        self.len
+        self.tags.len() + self.zeros
     }
 
     /// True when no key has a TTL.
     pub(crate) fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    fn mask(&self) -> usize {
-        self.slots.len() - 1
+        self.len() == 0
     }
 
     /// Records a key with hash `hash` that gained a TTL.
     pub(crate) fn add(&mut self, hash: u64) {
-        self.len += 1;
-        let t = tag(hash);
-        if t == 0 {
-            self.zeros += 1;
-            return;
-        }
-        let stored = self.len - self.zeros;
-        if stored * 8 > self.slots.len() * 7 {
-            self.resize((self.slots.len() * 2).max(MIN_SLOTS));
-        }
-        self.place(t);
-    }
-
-    /// Puts `t` in the first free slot of its probe sequence (there is one:
-    /// the table is never full).
-    fn place(&mut self, t: u32) {
-        let mask = self.mask();
-        let mut i = t as usize & mask;
-        while self.slots[i] != 0 {
-            i = (i + 1) & mask;
-        }
-        self.slots[i] = t;
-    }
-
-    /// Rebuilds the table with `slots` slots.
-    fn resize(&mut self, slots: usize) {
-        let old = std::mem::replace(&mut self.slots, vec![0; slots]);
-        for t in old.into_iter().filter(|&t| t != 0) {
-            self.place(t);
+        match tag(hash) {
+            0 => self.zeros += 1,
+            t => self.tags.insert(t),
         }
     }
 
     /// Forgets one key with hash `hash` that lost its TTL (or was deleted).
     pub(crate) fn remove(&mut self, hash: u64) {
         let t = tag(hash);
-        if t == 0 {
-            debug_assert!(self.zeros > 0, "TTL index lost a hash");
-            if self.zeros > 0 {
-                self.zeros -= 1;
-                self.len -= 1;
-            }
-            return;
-        }
-        let Some(mut hole) = self.find(t) else {
+        if t == 0 && self.zeros > 0 {
+            self.zeros -= 1;
+        } else if let Some(i) = self.find(t).filter(|_| t != 0) {
+            self.tags.remove_at(i);
+        } else {
             debug_assert!(false, "TTL index lost a hash");
-            return;
-        };
-        self.len -= 1;
-        // Backward shift: move later members of the run into the hole when
-        // their home slot is at or before it (cyclically), so every tag
-        // stays reachable from its home without crossing an empty slot.
-        let mask = self.mask();
-        let mut j = hole;
-        loop {
-            j = (j + 1) & mask;
-            let moved = self.slots[j];
-            if moved == 0 {
-                break;
-            }
-            let home = moved as usize & mask;
-            // Distance from home to j, and from the hole to j.
-            if (j.wrapping_sub(home) & mask) >= (j.wrapping_sub(hole) & mask) {
-                self.slots[hole] = moved;
-                hole = j;
-            }
-        }
-        self.slots[hole] = 0;
-        let stored = self.len - self.zeros;
-        if self.slots.len() > MIN_SLOTS && stored * 8 < self.slots.len() {
-            self.resize(self.slots.len() / 2);
         }
     }
 
     /// The slot holding (one copy of) `t`.
     fn find(&self, t: u32) -> Option<usize> {
-        if self.slots.is_empty() {
-            return None;
-        }
-        let mask = self.mask();
-        let mut i = t as usize & mask;
-        loop {
-            match self.slots[i] {
-                0 => return None,
-                s if s == t => return Some(i),
-                _ => i = (i + 1) & mask,
-            }
-        }
+        self.tags.position(t, |_| true)
     }
 
     /// A step of a walk over the recorded hashes: calls `f` with the tags
@@ -149,13 +82,14 @@ impl TtlIndex {
             f(0);
         }
         let start = cursor as usize;
-        let end = start.saturating_add(count.max(1)).min(self.slots.len());
-        for &t in self.slots.get(start..end).unwrap_or(&[]) {
+        let slots = self.tags.slots();
+        let end = start.saturating_add(count.max(1)).min(slots.len());
+        for &t in slots.get(start..end).unwrap_or(&[]) {
             if t != 0 {
                 f(u64::from(t));
             }
         }
-        if end >= self.slots.len() {
+        if end >= slots.len() {
             0
         } else {
             end as u64
@@ -168,16 +102,17 @@ impl TtlIndex {
         if self.is_empty() {
             return;
         }
-        let stored = self.len - self.zeros;
+        let stored = self.tags.len();
         if stored == 0 {
             return f(0);
         }
-        let mask = self.mask();
-        let mut i = rng.usize(..self.slots.len());
+        let slots = self.tags.slots();
+        let mask = slots.len() - 1;
+        let mut i = rng.usize(..slots.len());
         let mut seen = 0;
         // The table holds `stored` tags, so this visits at most every slot.
-        for _ in 0..self.slots.len() {
-            let t = self.slots[i];
+        for _ in 0..slots.len() {
+            let t = slots[i];
             if t != 0 {
                 f(u64::from(t));
                 seen += 1;
@@ -273,7 +208,7 @@ mod tests {
             }
         }
         assert!(ix.is_empty());
-        assert!(ix.slots.len() <= MIN_SLOTS);
+        assert!(ix.tags.slots().len() <= 8);
     }
 
     #[test]

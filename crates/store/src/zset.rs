@@ -18,9 +18,8 @@
 use std::cmp::Ordering;
 use std::mem;
 
-use hashbrown::HashTable;
-
-use crate::dict::hash_key;
+use crate::dict::{hash_key, prefetch_read};
+use crate::open_table::{OpenTable, Probed};
 
 /// The conversion thresholds (`zset-max-listpack-entries` and
 /// `zset-max-listpack-value`).
@@ -155,6 +154,22 @@ impl ZSet {
         }
     }
 
+    /// Starts loading level `depth` of where a member hashed to `hash`
+    /// (with [`hash_key`]) lives in a big set, so that a pipelined command
+    /// finds it in cache (see
+    /// [`Keyspace::prefetch_members`](crate::keyspace::Keyspace::prefetch_members));
+    /// false for a listpack, which the key's entry prefetch already
+    /// reaches.
+    pub(crate) fn prefetch_member(&self, hash: u64, depth: u8) -> bool {
+        match &self.repr {
+            Repr::Skiplist(b) => {
+                b.prefetch_member(hash, depth);
+                true
+            }
+            Repr::Listpack(_) => false,
+        }
+    }
+
     /// Sets the score of `member`, adding it if absent, and returns its
     /// previous score. Converts to the big encoding when the set outgrows
     /// `limits`. An unchanged score (`==`) leaves the entry untouched.
@@ -213,7 +228,7 @@ impl ZSet {
             Repr::Skiplist(b) => {
                 let id = b.find(member)?;
                 let score = b.slot(id).1;
-                Some((b.rank_of(score, member), score))
+                Some((b.rank_of_present(score, id, member), score))
             }
         }
     }
@@ -312,13 +327,15 @@ impl ZSet {
         let len = self.len();
         let n = count.min(len);
         if let Repr::Skiplist(b) = &mut self.repr {
-            return (0..n)
+            let popped = (0..n)
                 .map(|_| {
                     let rank = if max { b.tree.len - 1 } else { 0 };
                     let (m, s) = b.remove_rank(rank);
                     (m.into_vec(), s)
                 })
                 .collect();
+            b.prefetch_edge(max);
+            return popped;
         }
         let (start, end) = if max { (len - n, len) } else { (0, n) };
         let out = self
@@ -555,17 +572,31 @@ fn slot_member(slots: &[Slot], id: u32) -> &[u8] {
 /// used to hash every member again, two cache misses each: a ZADD that
 /// grew a 65,536-member set's index took 4-9 ms), and a lookup compares
 /// member bytes only when the hashes agree.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 struct Indexed {
     id: u32,
     hash: u32,
 }
 
-/// The hash the index is built on, from a member's 32 stored bits: spread
-/// over all 64, as hashbrown takes its control bits from the top ones.
-fn index_hash(hash: u32) -> u64 {
-    u64::from(hash).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+impl Probed for Indexed {
+    const EMPTY: Indexed = Indexed {
+        id: NO_SLOT,
+        hash: 0,
+    };
+    // Lookups of absent members (every new member's) probe to the end of
+    // the run, which linear probing keeps short only below 3/4 full.
+    const FULL_EIGHTHS: usize = 6;
+    fn tag(&self) -> u32 {
+        self.hash
+    }
 }
+
+/// How many entries from the end a pop prefetches for the next pops.
+const POP_AHEAD: usize = 3;
+
+/// How many entries of equal score [`Big::rank_of_present`] looks through
+/// for a member's id before comparing members instead.
+const TIE_SCAN: usize = 8;
 
 /// The 32 bits of `member`'s hash the index keeps.
 fn member_hash(member: &[u8]) -> u32 {
@@ -577,8 +608,10 @@ fn member_hash(member: &[u8]) -> u32 {
 struct Big {
     slots: Vec<Slot>,
     free: u32,
-    /// Slot ids hashed by member.
-    index: HashTable<Indexed>,
+    /// Slot ids by member hash. Our own table rather than hashbrown's so
+    /// that a pipeline can prefetch a member's entry ahead of its command
+    /// ([`Big::prefetch_member`]).
+    index: OpenTable<Indexed>,
     tree: Tree,
     /// Sum of member lengths, for `heap_bytes`.
     member_bytes: usize,
@@ -589,7 +622,7 @@ impl Default for Big {
         Big {
             slots: Vec::new(),
             free: NO_SLOT,
-            index: HashTable::new(),
+            index: OpenTable::default(),
             tree: Tree::default(),
             member_bytes: 0,
         }
@@ -607,18 +640,46 @@ impl Big {
     fn heap_bytes(&self) -> usize {
         self.slots.capacity() * mem::size_of::<Slot>()
             + self.member_bytes
-            + self.index.capacity() * (mem::size_of::<Indexed>() + 1)
+            + self.index.heap_bytes()
             + self.tree.heap_bytes()
     }
 
     fn find(&self, member: &[u8]) -> Option<u32> {
         let slots = &self.slots;
-        let hash = member_hash(member);
-        self.index
-            .find(index_hash(hash), |e| {
-                e.hash == hash && slot_member(slots, e.id) == member
-            })
-            .map(|e| e.id)
+        let i = self
+            .index
+            .position(member_hash(member), |e| slot_member(slots, e.id) == member)?;
+        Some(self.index.slots()[i].id)
+    }
+
+    /// Starts loading level `depth` of where the member hashed to `hash`
+    /// lives: its index run, then its slot, then its bytes.
+    fn prefetch_member(&self, hash: u64, depth: u8) {
+        let tag = hash as u32;
+        if depth == 0 {
+            if let Some(home) = self.index.home_slot(tag) {
+                prefetch_read(home);
+            }
+            return;
+        }
+        for (_, e) in self.index.run(tag).filter(|(_, e)| e.hash == tag) {
+            let slot = &self.slots[e.id as usize];
+            match slot {
+                Slot::Used { member, .. } if depth > 1 => prefetch_read(member.as_ptr()),
+                _ => prefetch_read(slot),
+            }
+        }
+    }
+
+    /// The rank of a present entry: member `member` in slot `id` with
+    /// score `score`. Members of equal score are usually few, so `id` is
+    /// looked for among them first, which reads no other member; a long
+    /// run of equal scores (a set ordered by member alone) falls back to
+    /// comparing members.
+    fn rank_of_present(&self, score: f64, id: u32, member: &[u8]) -> usize {
+        self.tree
+            .rank_of_id(score, id)
+            .unwrap_or_else(|| self.rank_of(score, member))
     }
 
     /// The number of entries ordered before (score, member).
@@ -646,10 +707,7 @@ impl Big {
             self.slots.push(used);
             id
         };
-        self.index
-            .insert_unique(index_hash(hash), Indexed { id, hash }, |e| {
-                index_hash(e.hash)
-            });
+        self.index.insert(Indexed { id, hash });
         id
     }
 
@@ -664,7 +722,7 @@ impl Big {
         if let Some(id) = self.find(member) {
             let old = self.slot(id).1;
             if old != score {
-                let r = self.rank_of(old, member);
+                let r = self.rank_of_present(old, id, member);
                 self.tree.remove_at(r);
                 if let Slot::Used { score: s, .. } = &mut self.slots[id as usize] {
                     *s = score;
@@ -684,8 +742,8 @@ impl Big {
     /// index; returns its member and score.
     fn release(&mut self, id: u32) -> (Box<[u8]>, f64) {
         let hash = member_hash(slot_member(&self.slots, id));
-        if let Ok(entry) = self.index.find_entry(index_hash(hash), |e| e.id == id) {
-            entry.remove();
+        if let Some(i) = self.index.position(hash, |e| e.id == id) {
+            self.index.remove_at(i);
         }
         let old = mem::replace(&mut self.slots[id as usize], Slot::Free { next: self.free });
         self.free = id;
@@ -701,10 +759,27 @@ impl Big {
     fn remove(&mut self, member: &[u8]) -> Option<f64> {
         let id = self.find(member)?;
         let score = self.slot(id).1;
-        let r = self.rank_of(score, member);
+        let r = self.rank_of_present(score, id, member);
         self.tree.remove_at(r);
         self.release(id);
         Some(score)
+    }
+
+    /// Prefetches what the next pop from the low end (or the high end when
+    /// `max`) reads: the slots of the [`POP_AHEAD`] entries there and the
+    /// first one's member. Pipelined pops (ZPOPMIN after ZPOPMIN) then
+    /// find their entries loaded, each having prefetched the next.
+    fn prefetch_edge(&self, max: bool) {
+        let leaf = self.tree.edge_leaf(max);
+        let n = leaf.ids.len();
+        for k in 0..n.min(POP_AHEAD) {
+            let id = leaf.ids[if max { n - 1 - k } else { k }];
+            match &self.slots[id as usize] {
+                // The previous pop prefetched this slot: reading it is cheap.
+                Slot::Used { member, .. } if k == 0 => prefetch_read(member.as_ptr()),
+                slot => prefetch_read(slot),
+            }
+        }
     }
 
     fn remove_rank(&mut self, rank: usize) -> (Box<[u8]>, f64) {
@@ -901,6 +976,51 @@ impl Tree {
                     if k == 0 {
                         return acc;
                     }
+                    acc += n.counts[..k - 1].iter().sum::<usize>();
+                    node = &n.children[k - 1];
+                }
+            }
+        }
+    }
+
+    /// The leaf at the low end of the order (or the high end when `max`).
+    fn edge_leaf(&self, max: bool) -> &Leaf {
+        let mut node = &self.root;
+        loop {
+            match node {
+                Node::Leaf(l) => return l,
+                Node::Inner(n) => {
+                    node = if max {
+                        n.children.last()
+                    } else {
+                        n.children.first()
+                    }
+                    .expect("an inner node has children");
+                }
+            }
+        }
+    }
+
+    /// The rank of entry (`score`, `id`) when it is among the first
+    /// [`TIE_SCAN`] entries of that score in the leaf where they start;
+    /// `None` when it is not found there.
+    fn rank_of_id(&self, score: f64, id: u32) -> Option<usize> {
+        let mut node = &self.root;
+        let mut acc = 0;
+        loop {
+            match node {
+                Node::Leaf(l) => {
+                    let first = partition(l.scores.len(), |j| l.scores[j] < score);
+                    let k = l.ids[first..]
+                        .iter()
+                        .zip(&l.scores[first..])
+                        .take(TIE_SCAN)
+                        .take_while(|(_, &s)| s == score)
+                        .position(|(&i, _)| i == id)?;
+                    return Some(acc + first + k);
+                }
+                Node::Inner(n) => {
+                    let k = n.firsts.partition_point(|&(s, _)| s < score).max(1);
                     acc += n.counts[..k - 1].iter().sum::<usize>();
                     node = &n.children[k - 1];
                 }
@@ -1340,6 +1460,80 @@ mod tests {
     #[test]
     fn mixed_encoding_matches_model() {
         check_against_model(SMALL, 20_000, 3);
+    }
+
+    /// A present member's rank is found by its id among a few equal
+    /// scores, and by comparing members in a run longer than that (a set
+    /// with one score, as lexicographic commands use).
+    #[test]
+    fn ranks_of_present_members_in_runs_of_equal_scores() {
+        let lim = Limits {
+            max_entries: 0,
+            max_value: 64,
+        };
+        let mut z = ZSet::new(lim, 1);
+        for i in 0..1000 {
+            z.insert(format!("m{i:04}").as_bytes(), f64::from(i / 500), lim);
+        }
+        let Repr::Skiplist(b) = &z.repr else {
+            panic!("big encoding")
+        };
+        let id = |m: &str| b.find(m.as_bytes()).expect("present");
+        assert_eq!(b.tree.rank_of_id(0.0, id("m0003")), Some(3));
+        assert_eq!(b.tree.rank_of_id(1.0, id("m0500")), Some(500));
+        assert_eq!(b.tree.rank_of_id(0.0, id("m0200")), None, "past the scan");
+        assert_eq!(b.tree.rank_of_id(1.0, id("m0003")), None, "wrong score");
+        for i in (0..1000).step_by(37) {
+            let m = format!("m{i:04}");
+            assert_eq!(z.rank(m.as_bytes()), Some((i as usize, f64::from(i / 500))));
+        }
+        // Moving members out of the long runs and back keeps the order.
+        for i in (0..1000).step_by(3) {
+            let m = format!("m{i:04}");
+            assert_eq!(z.insert(m.as_bytes(), 5.0, lim), Some(f64::from(i / 500)));
+            assert_eq!(z.remove(m.as_bytes()), Some(5.0));
+            assert_eq!(z.insert(m.as_bytes(), f64::from(i / 500), lim), None);
+        }
+        let want: Vec<_> = (0..1000).map(|i| format!("m{i:04}").into_bytes()).collect();
+        let got: Vec<_> = members(&z).into_iter().map(|(m, _)| m).collect();
+        assert_eq!(got, want);
+    }
+
+    /// Prefetching is a hint: any depth, present or absent member, big or
+    /// small set, changes nothing; only a big set has levels to load.
+    #[test]
+    fn member_prefetch_and_pop_ahead_change_nothing() {
+        let small = Limits::default();
+        let mut z = ZSet::new(small, 1);
+        z.insert(b"a", 1.0, small);
+        assert!(!z.prefetch_member(hash_key(b"a"), 0));
+        let big = Limits {
+            max_entries: 0,
+            max_value: 64,
+        };
+        let mut z = ZSet::new(big, 1);
+        for depth in 0..3 {
+            assert!(z.prefetch_member(hash_key(b"m1"), depth), "empty big set");
+        }
+        for i in 0..300 {
+            z.insert(format!("m{i}").as_bytes(), f64::from(i % 7), big);
+        }
+        let before = members(&z);
+        for m in ["m1", "m299", "absent"] {
+            for depth in 0..3 {
+                assert!(z.prefetch_member(hash_key(m.as_bytes()), depth));
+            }
+        }
+        assert_eq!(members(&z), before);
+        // Pops from both ends prefetch the next ones; all the way to empty.
+        let mut sorted = before.clone();
+        while !sorted.is_empty() {
+            assert_eq!(z.pop(false, 1), vec![sorted.remove(0)]);
+            if let Some(last) = sorted.pop() {
+                assert_eq!(z.pop(true, 1), vec![last]);
+            }
+        }
+        assert!(z.is_empty());
     }
 
     #[test]

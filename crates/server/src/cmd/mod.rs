@@ -132,8 +132,8 @@ pub struct CommandSpec {
     pub handler: Handler,
     /// Subcommands (CONFIG GET, CLIENT LIST, …); empty for plain commands.
     pub subcommands: &'static [CommandSpec],
-    /// Where the arguments naming members of the key's hash or set are
-    /// (HSET's fields, SADD's members), as (first, step) to the last
+    /// Where the arguments naming members of the key's hash, set or sorted
+    /// set are (HSET's fields, SADD's and ZADD's members), as (first, step) to the last
     /// argument: the worker's look-ahead prefetches where they live in a
     /// big collection. `None` for every other command.
     pub members: Option<(u8, u8)>,

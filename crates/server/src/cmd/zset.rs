@@ -48,16 +48,18 @@ pub(crate) fn pop_members(
 
 /// This family's commands, with Redis 7.0's arities, flags and key triples.
 pub const COMMANDS: &[CommandSpec] = &[
-    spec("zadd", -4, WRITE | DENYOOM | FAST, KEY1, zadd),
-    spec("zincrby", 4, WRITE | DENYOOM | FAST, KEY1, zincrby),
-    spec("zrem", -3, WRITE | FAST, KEY1, zrem),
+    // ZADD's members follow its scores when it has no options; with
+    // options the look-ahead prefetches a few wrong arguments, harmlessly.
+    spec("zadd", -4, WRITE | DENYOOM | FAST, KEY1, zadd).with_members(3, 2),
+    spec("zincrby", 4, WRITE | DENYOOM | FAST, KEY1, zincrby).with_members(3, 1),
+    spec("zrem", -3, WRITE | FAST, KEY1, zrem).with_members(2, 1),
     spec("zcard", 2, READONLY | FAST, KEY1, zcard),
     spec("zcount", 4, READONLY | FAST, KEY1, zcount),
     spec("zlexcount", 4, READONLY | FAST, KEY1, zlexcount),
-    spec("zscore", 3, READONLY | FAST, KEY1, zscore),
-    spec("zmscore", -3, READONLY | FAST, KEY1, zmscore),
-    spec("zrank", 3, READONLY | FAST, KEY1, zrank),
-    spec("zrevrank", 3, READONLY | FAST, KEY1, zrevrank),
+    spec("zscore", 3, READONLY | FAST, KEY1, zscore).with_members(2, 1),
+    spec("zmscore", -3, READONLY | FAST, KEY1, zmscore).with_members(2, 1),
+    spec("zrank", 3, READONLY | FAST, KEY1, zrank).with_members(2, 1),
+    spec("zrevrank", 3, READONLY | FAST, KEY1, zrevrank).with_members(2, 1),
     spec("zrange", -4, READONLY, KEY1, zrange),
     spec(
         "zrangestore",
