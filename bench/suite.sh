@@ -157,13 +157,33 @@ start_server null 1 "${BENCH[@]}" --null-server --port @PORT@ --threads 1 --data
     die "the null server did not start"
 
 # --- one measurement ---------------------------------------------------------
-# Each writes its output under $RAW/<round>/<server>/ as NAME.{out,err,rc}.
+# Each writes its output under $RAW/<round>/<server>/ as NAME.{out,err,rc,cpu}.
+
+# Nanoseconds all threads of process $1 have spent on a CPU so far.
+cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%.0f\n", s}'; }
+
+# measured FILE SERVER CMD...: runs the client CMD and writes FILE.cpu as
+# "<server CPU s> <client CPU s> <wall s>", the busy time of both sides.
+measured() {
+    local f=$1 server=$2 before after rc client wall
+    shift 2
+    before=$(cpu_ns "${PID[$server]}")
+    python3 "$ROOT/bench/run_timed.py" "$f.client" "$@" >"$f.out" 2>"$f.err" </dev/null
+    rc=$?
+    after=$(cpu_ns "${PID[$server]}")
+    read -r client wall <"$f.client" 2>/dev/null || { client=0 wall=0; }
+    awk -v s=$((after - before)) -v c="$client" -v w="$wall" \
+        'BEGIN {printf "%.4f %s %s\n", s / 1e9, c, w}' >"$f.cpu"
+    rm -f "$f.client"
+    return $rc
+}
+
 run_rb() { # round server pipeline test
     local dir=$RAW/$1/$2
     mkdir -p "$dir"
     local f=$dir/rb-P$3-$4
-    timeout -k 5 "$TIMEOUT" "${PIN_CLIENT[@]}" redis-benchmark -p "${PORT[$2]}" -t "$4" \
-        -n "$N" -c "$CLIENTS" -d "$DATA" -r "$KEYSPACE" -P "$3" --csv >"$f.out" 2>"$f.err" </dev/null
+    measured "$f" "$2" timeout -k 5 "$TIMEOUT" "${PIN_CLIENT[@]}" redis-benchmark \
+        -p "${PORT[$2]}" -t "$4" -n "$N" -c "$CLIENTS" -d "$DATA" -r "$KEYSPACE" -P "$3" --csv
     echo $? >"$f.rc"
 }
 
@@ -175,14 +195,15 @@ run_vb() { # round server pipeline workload
     zipf) wl=(--ratio 1:10 --key-pattern zipf:0.99) ;;
     uniform) wl=(--ratio 1:1 --key-pattern uniform) ;;
     esac
-    timeout -k 5 "$TIMEOUT" "${PIN_CLIENT[@]}" "${BENCH[@]}" --port "${PORT[$2]}" "${wl[@]}" \
-        --requests "$N" --threads 1 --clients "$CLIENTS" --pipeline "$3" --data-size "$DATA" \
-        --key-space "$KEYSPACE" --timeout 10 --quiet --json "$f.json" >"$f.out" 2>"$f.err" </dev/null
+    measured "$f" "$2" timeout -k 5 "$TIMEOUT" "${PIN_CLIENT[@]}" "${BENCH[@]}" \
+        --port "${PORT[$2]}" "${wl[@]}" --requests "$N" --threads 1 --clients "$CLIENTS" \
+        --pipeline "$3" --data-size "$DATA" --key-space "$KEYSPACE" --timeout 10 --quiet \
+        --json "$f.json"
     echo $? >"$f.rc"
 }
 
 IFS=, read -r -a TEST_LIST <<<"$TESTS"
-NULL_TESTS=(ping set get)
+NULL_TESTS=("${TEST_LIST[@]}")
 
 log "settings: N=$N rounds=$ROUNDS clients=$CLIENTS data=$DATA keyspace=$KEYSPACE pipelines='$PIPELINES'"
 log "results in $OUT"

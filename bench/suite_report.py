@@ -87,7 +87,19 @@ class Cell:
     def __init__(self):
         self.rps = {}  # round -> ops/s
         self.p99 = {}  # round -> ms
+        self.server_cpu = {}  # round -> share of one core the server used
+        self.client_cpu = {}  # round -> share of one core the client used
         self.errors = {}  # message -> rounds
+
+    def add_cpu(self, rnd, base):
+        """Busy shares from the NAME.cpu file of one client run."""
+        try:
+            server, client, wall = map(float, read(base + ".cpu").split())
+        except ValueError:
+            return
+        if wall > 0:
+            self.server_cpu[rnd] = server / wall
+            self.client_cpu[rnd] = client / wall
 
     def add_error(self, rnd, msg):
         rounds = self.errors.setdefault(mask_digits(msg), [])
@@ -128,6 +140,7 @@ def collect(raw):
                         c = cell(name, p, server)
                         c.rps[rnd] = float(row[1])
                         c.p99[rnd] = float(row[6])
+                        c.add_cpu(rnd, base)
                         seen.add(name)
                     err = failure(base)
                     for name in expected_rows(test):
@@ -150,6 +163,7 @@ def collect(raw):
                     if res["replies"] > 0:
                         c.rps[rnd] = res["ops_per_sec"]
                         c.p99[rnd] = res["latency_ms"]["p99"]
+                        c.add_cpu(rnd, base)
                     for e in res.get("errors", [])[:3]:
                         c.add_error(rnd, f'{e["message"]} (x{e["count"]})')
     order.sort(key=row_key)
@@ -162,6 +176,10 @@ def med(d):
 
 def fmt_ops(v):
     return "–" if v is None else f"{v:,.0f}"
+
+
+def fmt_pct(v):
+    return "–" if v is None else f"{100 * v:.0f}%"
 
 
 def fmt_ms(v):
@@ -197,6 +215,9 @@ def table(data, order, p, have_vireo):
         "null ops/s",
         "Vireo/null",
         "Redis/null",
+        "Vireo CPU",
+        "Redis CPU",
+        "client CPU (Vireo run)",
     ]
     rows.append("| " + " | ".join(head) + " |")
     rows.append("|" + "---|" * len(head))
@@ -236,6 +257,9 @@ def table(data, order, p, have_vireo):
                     fmt_ops(med(n.rps)),
                     vn_txt,
                     rn_txt,
+                    fmt_pct(med(v.server_cpu)),
+                    fmt_pct(med(r.server_cpu)),
+                    fmt_pct(med(v.client_cpu)),
                 ]
             )
             + " |"
@@ -267,6 +291,10 @@ def render(out_dir):
         f"Vireo started with `--save \"\" --appendonly no {meta.get('VIREO_ARGS', '')}`."
         " Figures are medians over the rounds; a ratio's parentheses hold the "
         "min–max of its per-round ratios. ✓/✗ mark the targets of issue 4."
+        " The CPU columns are the share of one core each side was busy during"
+        " its run (server: all its threads; client: the load generator): a"
+        " client near 100% with a server well under it means the row measures"
+        " the client, not the server."
     )
     if meta.get("VIREO_NOTE"):
         o += ["", f"**Note:** {meta['VIREO_NOTE']}"]

@@ -184,7 +184,8 @@ pub struct Cli {
 
     /// Run the null server instead: listen on --host:--port with --threads
     /// threads and answer every command with a constant reply (+OK; GET: a
-    /// --data-size bulk; PING: +PONG). Stops after --test-time if given.
+    /// --data-size bulk; LRANGE key 0 N: N+1 of those; PING: +PONG). Stops
+    /// after --test-time if given.
     #[arg(long)]
     pub null_server: bool,
 

@@ -7,7 +7,9 @@
 //! fraction of this ceiling tells how much of its time goes to actual work.
 //!
 //! Replies: `GET` gets a fixed bulk string of `--data-size` bytes (so reads
-//! move realistic bytes), `PING` gets `+PONG`, `HELLO` a minimal map,
+//! move realistic bytes), `LRANGE key 0 N` an array of N + 1 of them (so
+//! redis-benchmark's LRANGE tests get replies of a real server's size),
+//! `PING` gets `+PONG`, `HELLO` a minimal map,
 //! `CONFIG` an empty array (so tools that query settings on start carry
 //! on), `QUIT` `+OK` then a close, and anything else `+OK`. One command
 //! name can be configured to get an error reply instead, to test how
@@ -24,6 +26,8 @@ use std::time::Duration;
 
 /// Longest accepted inline command or bulk argument, to bound memory.
 const MAX_ARG: usize = 512 * 1024 * 1024;
+/// Most elements in an `LRANGE` reply, to bound memory.
+const MAX_LRANGE: usize = 100_000;
 const LISTENER: Token = Token(usize::MAX);
 
 /// How the null server listens and answers.
@@ -148,6 +152,15 @@ impl Replies {
             out.extend_from_slice(&self.error);
         } else if name.eq_ignore_ascii_case(b"GET") {
             out.extend_from_slice(&self.get);
+        } else if name.eq_ignore_ascii_case(b"LRANGE") {
+            let stop = cmd
+                .arg3
+                .and_then(|a| std::str::from_utf8(a).ok()?.parse::<usize>().ok());
+            let n = stop.map_or(0, |s| s.saturating_add(1).min(MAX_LRANGE));
+            out.extend_from_slice(format!("*{n}\r\n").as_bytes());
+            for _ in 0..n {
+                out.extend_from_slice(&self.get);
+            }
         } else if name.eq_ignore_ascii_case(b"PING") {
             out.extend_from_slice(b"+PONG\r\n");
         } else if name.eq_ignore_ascii_case(b"HELLO") {
@@ -175,6 +188,8 @@ pub struct Command<'a> {
     pub name: &'a [u8],
     /// The first argument, if any.
     pub arg1: Option<&'a [u8]>,
+    /// The third argument, if any (`LRANGE`'s stop).
+    pub arg3: Option<&'a [u8]>,
 }
 
 /// Parses one command (RESP multibulk or inline) at the start of `buf`.
@@ -199,13 +214,14 @@ pub fn parse_command(buf: &[u8]) -> Result<Option<(Command<'_>, usize)>, String>
             .filter(|w| !w.is_empty());
         let name = words.next().unwrap_or(b"");
         let arg1 = words.next();
-        return Ok(Some((Command { name, arg1 }, nl + 1)));
+        let arg3 = words.nth(1);
+        return Ok(Some((Command { name, arg1, arg3 }, nl + 1)));
     }
     let Some((argc, mut pos)) = header(buf, 0, b'*')? else {
         return Ok(None);
     };
     let mut name: &[u8] = b"";
-    let mut arg1 = None;
+    let (mut arg1, mut arg3) = (None, None);
     for i in 0..argc {
         let Some((len, at)) = header(buf, pos, b'$')? else {
             return Ok(None);
@@ -220,11 +236,12 @@ pub fn parse_command(buf: &[u8]) -> Result<Option<(Command<'_>, usize)>, String>
         match i {
             0 => name = &buf[at..end],
             1 => arg1 = Some(&buf[at..end]),
+            3 => arg3 = Some(&buf[at..end]),
             _ => {}
         }
         pos = end + 2;
     }
-    Ok(Some((Command { name, arg1 }, pos)))
+    Ok(Some((Command { name, arg1, arg3 }, pos)))
 }
 
 /// Parses `<kind><n>\r\n` at `pos`; returns `n` and the position after it.
@@ -393,6 +410,12 @@ mod tests {
         assert_eq!((c.name, c.arg1, n), (&b"PING"[..], None, 6));
         let (c, _) = parse_command(b"hello  3\n").unwrap().unwrap();
         assert_eq!(c.arg1, Some(&b"3"[..]));
+        let (c, _) = parse_command(b"*4\r\n$6\r\nLRANGE\r\n$1\r\nk\r\n$1\r\n0\r\n$2\r\n99\r\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!((c.arg1, c.arg3), (Some(&b"k"[..]), Some(&b"99"[..])));
+        let (c, _) = parse_command(b"LRANGE k 0 2\r\n").unwrap().unwrap();
+        assert_eq!(c.arg3, Some(&b"2"[..]));
         assert!(parse_command(b"*2\r\n$3\r\nGET\r\n$1\r\n")
             .unwrap()
             .is_none());
@@ -411,7 +434,11 @@ mod tests {
             error_command: Some("flushall".into()),
         });
         let mut out = Vec::new();
-        let cmd = |name: &'static [u8]| Command { name, arg1: None };
+        let cmd = |name: &'static [u8]| Command {
+            name,
+            arg1: None,
+            arg3: None,
+        };
         assert!(r.answer(&cmd(b"get"), &mut out));
         assert!(r.answer(&cmd(b"SET"), &mut out));
         assert!(r.answer(&cmd(b"FLUSHALL"), &mut out));
@@ -420,5 +447,19 @@ mod tests {
             out,
             b"$3\r\nxxx\r\n+OK\r\n-ERR null server rejects 'flushall'\r\n+OK\r\n".to_vec()
         );
+        let lrange = |stop: &'static [u8]| {
+            let mut out = Vec::new();
+            let cmd = Command {
+                name: b"lrange",
+                arg1: Some(b"k"),
+                arg3: Some(stop),
+            };
+            assert!(r.answer(&cmd, &mut out));
+            out
+        };
+        assert_eq!(lrange(b"1"), b"*2\r\n$3\r\nxxx\r\n$3\r\nxxx\r\n".to_vec());
+        assert_eq!(lrange(b"-1"), b"*0\r\n".to_vec(), "only 0..N is modelled");
+        let huge = lrange(b"99999999999");
+        assert!(huge.starts_with(format!("*{MAX_LRANGE}\r\n").as_bytes()));
     }
 }
