@@ -88,18 +88,16 @@ class Cell:
         self.rps = {}  # round -> ops/s
         self.p99 = {}  # round -> ms
         self.server_cpu = {}  # round -> share of one core the server used
-        self.client_cpu = {}  # round -> share of one core the client used
         self.errors = {}  # message -> rounds
 
     def add_cpu(self, rnd, base):
-        """Busy shares from the NAME.cpu file of one client run."""
+        """The server's busy share from the NAME.cpu file of one run."""
         try:
-            server, client, wall = map(float, read(base + ".cpu").split())
+            server, wall = map(float, read(base + ".cpu").split())
         except ValueError:
             return
         if wall > 0:
             self.server_cpu[rnd] = server / wall
-            self.client_cpu[rnd] = client / wall
 
     def add_error(self, rnd, msg):
         rounds = self.errors.setdefault(mask_digits(msg), [])
@@ -217,7 +215,6 @@ def table(data, order, p, have_vireo):
         "Redis/null",
         "Vireo CPU",
         "Redis CPU",
-        "client CPU (Vireo run)",
     ]
     rows.append("| " + " | ".join(head) + " |")
     rows.append("|" + "---|" * len(head))
@@ -259,7 +256,6 @@ def table(data, order, p, have_vireo):
                     rn_txt,
                     fmt_pct(med(v.server_cpu)),
                     fmt_pct(med(r.server_cpu)),
-                    fmt_pct(med(v.client_cpu)),
                 ]
             )
             + " |"
@@ -291,10 +287,9 @@ def render(out_dir):
         f"Vireo started with `--save \"\" --appendonly no {meta.get('VIREO_ARGS', '')}`."
         " Figures are medians over the rounds; a ratio's parentheses hold the "
         "min–max of its per-round ratios. ✓/✗ mark the targets of issue 4."
-        " The CPU columns are the share of one core each side was busy during"
-        " its run (server: all its threads; client: the load generator): a"
-        " client near 100% with a server well under it means the row measures"
-        " the client, not the server."
+        " The CPU columns are the share of one core the server (all its threads)"
+        " was busy during the run, client start-up included: a server well under"
+        " 100% was waiting for the client, so the row measures the client."
     )
     if meta.get("VIREO_NOTE"):
         o += ["", f"**Note:** {meta['VIREO_NOTE']}"]
