@@ -225,6 +225,8 @@ impl Conn {
         };
         let mut consumed = 0;
         let mut prefetched = 0;
+        // Commands of this batch run back to back: they share clock reads.
+        vireo_store::clock::break_chain();
         let data = &self.input.buf[self.input.start..self.input.end];
         // A killed client (CLIENT KILL, output buffer limit) runs nothing more.
         // A blocked client's input waits for its command to complete.

@@ -7,7 +7,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 
 use vireo_resp::{Args, ReplyBuf};
-use vireo_store::clock::{mono_us, now_us};
+use vireo_store::clock::{command_end_us, command_start_us, now_us};
 use vireo_store::Keys;
 
 use crate::cmd::{flags, key_range, table, CmdRef, Ctx, KeySpec};
@@ -360,11 +360,11 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: CmdRef, args: Args<'_>) {
     // `reply_at` is where it starts among the pending bytes.
     let mark = ctx.out.mark();
     let reply_at = ctx.out.len();
-    let start = mono_us();
+    let start = command_start_us();
     let dirty_before = ctx.dirty;
     ctx.effects = None;
     let result = catch_unwind(AssertUnwindSafe(|| (spec.handler)(ctx, args)));
-    let elapsed_us = mono_us().saturating_sub(start);
+    let elapsed_us = command_end_us().saturating_sub(start);
     if server.aof.is_logging() {
         collect_effects(ctx, cmd, args, dirty_before);
     }

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Mutex, MutexGuard};
 use smallvec::SmallVec;
 
-use crate::clock::now_ms;
+use crate::clock::{command_now_ms, now_ms};
 use crate::dict::{hash_key, Dict};
 pub use crate::entry::Entry;
 use crate::snapshot::Pending;
@@ -719,7 +719,7 @@ impl<'a> Keys<'a> {
             ks,
             guards,
             dynamic,
-            now: now_ms(),
+            now: command_now_ms(),
             touch: true,
             expired: Vec::new(),
             last_pos: 0,
