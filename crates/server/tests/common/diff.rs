@@ -86,16 +86,30 @@ impl Raw {
     }
 
     pub fn send(&mut self, args: &[Vec<u8>]) -> Vec<u8> {
-        let mut b = format!("*{}\r\n", args.len()).into_bytes();
-        for a in args {
-            b.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-            b.extend_from_slice(a);
-            b.extend_from_slice(b"\r\n");
+        let mut replies = self.send_pipelined(std::slice::from_ref(&args.to_vec()));
+        replies.pop().expect("one reply")
+    }
+
+    /// Sends `cmds` in one write (a pipeline, so the server's look-ahead
+    /// over queued commands runs) and returns their replies in order.
+    pub fn send_pipelined(&mut self, cmds: &[Vec<Vec<u8>>]) -> Vec<Vec<u8>> {
+        let mut b = Vec::new();
+        for args in cmds {
+            b.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+            for a in args {
+                b.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+                b.extend_from_slice(a);
+                b.extend_from_slice(b"\r\n");
+            }
         }
         self.w.write_all(&b).unwrap();
-        let mut out = Vec::new();
-        self.read_value(&mut out);
-        out
+        cmds.iter()
+            .map(|_| {
+                let mut out = Vec::new();
+                self.read_value(&mut out);
+                out
+            })
+            .collect()
     }
 
     fn line(&mut self, out: &mut Vec<u8>) -> Vec<u8> {
@@ -268,7 +282,9 @@ fn show(args: &[Vec<u8>]) -> String {
 /// Runs `seqs` seeded sequences of about `len` commands from `gen` against
 /// both servers (VIREO_DIFF_SEQS / VIREO_DIFF_LEN override the defaults)
 /// and panics with the seed, the command and recent history on the first
-/// differing reply.
+/// differing reply. Commands go in pipelines of 1 to 8 steps, so that the
+/// server's look-ahead (which prefetches the keys and members of queued
+/// commands) sees every kind of command too.
 pub fn run(mut gen: impl FnMut(&mut fastrand::Rng) -> Step) {
     let redis = start_redis();
     let vireo = super::Server::start(&[]);
@@ -281,18 +297,25 @@ pub fn run(mut gen: impl FnMut(&mut fastrand::Rng) -> Step) {
             c.send(&[b"FLUSHALL".to_vec()]);
         }
         let mut rng = fastrand::Rng::with_seed(seed);
+        // Its own generator, so the command sequences stay what they were.
+        let mut batching = fastrand::Rng::with_seed(seed ^ 0x5eed);
         let mut history = Vec::new();
         let mut done = 0;
         while done < len {
-            for cmd in gen(&mut rng) {
+            let batch: Vec<_> = (0..batching.usize(1..=8))
+                .flat_map(|_| gen(&mut rng))
+                .collect();
+            let replies_a = a.send_pipelined(&batch);
+            let replies_b = b.send_pipelined(&batch);
+            for ((cmd, ra), rb) in batch.iter().zip(replies_a).zip(replies_b) {
                 done += 1;
-                let ra = normalise(&cmd, a.send(&cmd));
-                let rb = normalise(&cmd, b.send(&cmd));
-                history.push(show(&cmd));
+                let ra = normalise(cmd, ra);
+                let rb = normalise(cmd, rb);
+                history.push(show(cmd));
                 assert!(
                     ra == rb,
                     "seed {seed}, step {done}: `{}`\n vireo: {:?}\n redis: {:?}\n last commands:\n  {}",
-                    show(&cmd),
+                    show(cmd),
                     String::from_utf8_lossy(&ra),
                     String::from_utf8_lossy(&rb),
                     history[history.len().saturating_sub(15)..].join("\n  ")
