@@ -26,8 +26,10 @@ use std::time::Duration;
 
 /// Longest accepted inline command or bulk argument, to bound memory.
 const MAX_ARG: usize = 512 * 1024 * 1024;
-/// Most elements in an `LRANGE` reply, to bound memory.
+/// Most elements in an `LRANGE` reply, and most bytes, to bound memory
+/// whatever `--data-size` is.
 const MAX_LRANGE: usize = 100_000;
+const MAX_LRANGE_BYTES: usize = 64 << 20;
 const LISTENER: Token = Token(usize::MAX);
 
 /// How the null server listens and answers.
@@ -156,7 +158,8 @@ impl Replies {
             let stop = cmd
                 .arg3
                 .and_then(|a| std::str::from_utf8(a).ok()?.parse::<usize>().ok());
-            let n = stop.map_or(0, |s| s.saturating_add(1).min(MAX_LRANGE));
+            let most = MAX_LRANGE.min(MAX_LRANGE_BYTES / self.get.len());
+            let n = stop.map_or(0, |s| s.saturating_add(1).min(most));
             out.extend_from_slice(format!("*{n}\r\n").as_bytes());
             for _ in 0..n {
                 out.extend_from_slice(&self.get);
@@ -461,5 +464,21 @@ mod tests {
         assert_eq!(lrange(b"-1"), b"*0\r\n".to_vec(), "only 0..N is modelled");
         let huge = lrange(b"99999999999");
         assert!(huge.starts_with(format!("*{MAX_LRANGE}\r\n").as_bytes()));
+        // Big values: the reply's bytes are capped too.
+        let big = Replies::new(&NullConfig {
+            addr: "127.0.0.1:0".parse().unwrap(),
+            threads: 1,
+            get_size: 1 << 20,
+            error_command: None,
+        });
+        let mut out = Vec::new();
+        let cmd = Command {
+            name: b"LRANGE",
+            arg1: Some(b"k"),
+            arg3: Some(b"99999"),
+        };
+        assert!(big.answer(&cmd, &mut out));
+        assert!(out.starts_with(b"*63\r\n"), "64 MiB of 1 MiB bulks");
+        assert!(out.len() <= MAX_LRANGE_BYTES);
     }
 }
