@@ -473,7 +473,8 @@ const PREFETCH_MAX_KEY: usize = 128;
 /// positions, so commands with no keys cost a peek and a name lookup; the
 /// members a command names in its key's hash, set or sorted set are
 /// prefetched after the keys (a 100K-field hash's field lookup missed the
-/// cache three times per HSET). A lone key is not worth prefetching: nothing would overlap.
+/// cache three times per HSET). A lone key is not worth prefetching:
+/// nothing would overlap.
 /// Pinned single-worker SET, GET, INCR and MSET at `-P 16` over 100K keys
 /// gained 23-62% (BENCHMARKS.md, issue 4, session 8). The keys are
 /// prefetched in the session's database as it is before the batch: a

@@ -57,14 +57,11 @@ impl TtlIndex {
 
     /// Forgets one key with hash `hash` that lost its TTL (or was deleted).
     pub(crate) fn remove(&mut self, hash: u64) {
-        let t = tag(hash);
-        if t == 0 && self.zeros > 0 {
-            self.zeros -= 1;
-        } else if let Some(i) = self.find(t).filter(|_| t != 0) {
-            self.tags.remove_at(i);
-        } else {
-            debug_assert!(false, "TTL index lost a hash");
-        }
+        let found = match tag(hash) {
+            0 => self.zeros.checked_sub(1).map(|z| self.zeros = z),
+            t => self.find(t).map(|i| self.tags.remove_at(i)),
+        };
+        debug_assert!(found.is_some(), "TTL index lost a hash");
     }
 
     /// The slot holding (one copy of) `t`.
