@@ -705,6 +705,14 @@ impl<K: Borrow<[u8]>, V> Dict<K, V> {
             .map(|slot| (u64::from(slot.hash()), &slot.key, &slot.value))
     }
 
+    /// Starts loading the slot at arena position `i` (nothing past the
+    /// end), for a caller that reads it a little later.
+    pub fn prefetch_at(&self, i: usize) {
+        if let Some(slot) = self.slots.get(i) {
+            prefetch_read(slot);
+        }
+    }
+
     /// The mark of the entry at arena position `i` (false past the end).
     #[inline]
     pub fn is_marked(&self, i: usize) -> bool {
