@@ -406,9 +406,7 @@ impl Keyspace {
         });
         evicted
     }
-}
 
-impl Keyspace {
     /// Evicts the entry [`Keyspace::prepick_random`] readied, or whatever
     /// now sits at its position (any entry at a random position is as
     /// random); None if its shard is busy or the position is gone.
