@@ -160,7 +160,8 @@ impl Replies {
                 .and_then(|a| std::str::from_utf8(a).ok()?.parse::<usize>().ok());
             let most = MAX_LRANGE.min(MAX_LRANGE_BYTES / self.get.len());
             let n = stop.map_or(0, |s| s.saturating_add(1).min(most));
-            out.extend_from_slice(format!("*{n}\r\n").as_bytes());
+            // Writing to a Vec cannot fail.
+            let _ = write!(out, "*{n}\r\n");
             for _ in 0..n {
                 out.extend_from_slice(&self.get);
             }

@@ -85,18 +85,24 @@ pub fn break_chain() {
 /// the dispatch work just before it (parsing, key lookup: a few hundred
 /// ns), which Redis leaves out.
 pub fn command_start_us() -> u64 {
-    CHAIN.with(|c| {
-        let mut chain = c.get();
-        if !chain.active {
-            return mono_us();
-        }
-        if chain.next_start == 0 {
-            chain.next_start = mono_us();
-            chain.offset = now_us().wrapping_sub(chain.next_start);
-            c.set(chain);
-        }
-        chain.next_start
-    })
+    CHAIN
+        .with(started)
+        .map_or_else(mono_us, |chain| chain.next_start)
+}
+
+/// This thread's chain with the running command's start in it (read from
+/// the clock if the chain has none yet); None off a chain.
+fn started(c: &Cell<Chain>) -> Option<Chain> {
+    let mut chain = c.get();
+    if !chain.active {
+        return None;
+    }
+    if chain.next_start == 0 {
+        chain.next_start = mono_us();
+        chain.offset = now_us().wrapping_sub(chain.next_start);
+        c.set(chain);
+    }
+    Some(chain)
 }
 
 /// Ends the running command: the monotonic µs now, which is also when the
@@ -119,14 +125,8 @@ pub fn command_end_us() -> u64 {
 /// its start ([`command_start_us`]) on the wall clock. Off a chain, the
 /// clock now.
 pub fn command_now_ms() -> u64 {
-    let start = command_start_us();
-    CHAIN.with(|c| {
-        let chain = c.get();
-        if chain.active {
-            start.wrapping_add(chain.offset) / 1000
-        } else {
-            now_ms()
-        }
+    CHAIN.with(started).map_or_else(now_ms, |chain| {
+        chain.next_start.wrapping_add(chain.offset) / 1000
     })
 }
 

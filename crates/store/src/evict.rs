@@ -205,6 +205,14 @@ impl EvictionPool {
         self.random_pending = None;
     }
 
+    /// The shard the round-robin walk over `n` shards visits next, moving
+    /// the walk on by one.
+    fn take_next_shard(&mut self, n: usize) -> usize {
+        let i = self.next_shard % n;
+        self.next_shard = (i + 1) % n;
+        i
+    }
+
     /// Number of candidates held.
     pub fn len(&self) -> usize {
         self.cands.sorted.len()
@@ -258,8 +266,7 @@ impl Keyspace {
     ) -> bool {
         let n = self.shard_count();
         for _ in 0..n {
-            let i = pool.next_shard % n;
-            pool.next_shard = (i + 1) % n;
+            let i = pool.take_next_shard(n);
             let Some(mut shard) = self.try_lock_shard(i) else {
                 continue;
             };
@@ -443,8 +450,7 @@ impl Keyspace {
                 }
             }
         }
-        let i = pool.next_shard % self.shard_count();
-        pool.next_shard = (i + 1) % self.shard_count();
+        let i = pool.take_next_shard(self.shard_count());
         let Some(shard) = self.try_lock_shard(i) else {
             return;
         };

@@ -133,9 +133,9 @@ pub struct CommandSpec {
     /// Subcommands (CONFIG GET, CLIENT LIST, …); empty for plain commands.
     pub subcommands: &'static [CommandSpec],
     /// Where the arguments naming members of the key's hash, set or sorted
-    /// set are (HSET's fields, SADD's and ZADD's members), as (first, step) to the last
-    /// argument: the worker's look-ahead prefetches where they live in a
-    /// big collection. `None` for every other command.
+    /// set are (HSET's fields, SADD's and ZADD's members), as (first, step)
+    /// to the last argument: the worker's look-ahead prefetches where they
+    /// live in a big collection. `None` for every other command.
     pub members: Option<(u8, u8)>,
 }
 
