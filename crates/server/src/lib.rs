@@ -43,6 +43,7 @@ pub fn run(args: &[String]) -> i32 {
     if config.flag("disable-thp") {
         disable_transparent_huge_pages();
     }
+    vireo_store::clock::calibrate_tsc();
     let threads = match config.io_threads() {
         0 => thread::available_parallelism()
             .map(|n| n.get())

@@ -129,8 +129,8 @@ pub fn run(id: usize, server: Arc<Server>, poll: Poll) {
                 break;
             }
         }
-        // Whatever runs commands next reads the clock afresh.
-        vireo_store::clock::break_chain();
+        // Whatever runs commands next times itself from a fresh reading.
+        vireo_store::clock::anchor_chain();
         for ev in events.iter() {
             if ev.token() == WAKER {
                 w.drain_inbox();
