@@ -16,6 +16,7 @@ pub mod list;
 mod open_table;
 pub mod rdb;
 pub mod set;
+mod small_bytes;
 pub mod snapshot;
 mod ttl_index;
 pub mod value;
