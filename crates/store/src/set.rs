@@ -21,6 +21,7 @@ use std::fmt;
 use vireo_resp::number::parse_i64;
 
 use crate::dict::{hash_key, prefetch_read, Dict};
+use crate::small_bytes::SmallBytes;
 
 /// Redis caps `set-max-intset-entries` at 2^30 because of intset internals.
 const INTSET_MAX_ENTRIES_CAP: usize = 1 << 30;
@@ -191,7 +192,7 @@ impl Default for IntSet {
 }
 
 /// The hashtable encoding: member bytes as keys, no values.
-type Table = Dict<Box<[u8]>, ()>;
+type Table = Dict<SmallBytes, ()>;
 
 /// A set's current encoding.
 #[derive(Clone)]
@@ -234,7 +235,7 @@ impl PartialEq for Set {
 /// Adds `member` to a hashtable (no-op if present); true if added.
 fn table_insert(t: &mut Table, member: &[u8]) -> bool {
     let before = t.len();
-    t.get_or_insert_with(hash_key(member), member, || (member.into(), ()));
+    t.get_or_insert_with(hash_key(member), member, || (SmallBytes::new(member), ()));
     t.len() > before
 }
 
@@ -269,7 +270,9 @@ impl Set {
     pub fn heap_bytes(&self) -> usize {
         match &self.repr {
             Repr::Ints(s) => s.heap_bytes(),
-            Repr::Table(t) => t.overhead_bytes() + t.iter().map(|(k, _)| k.len()).sum::<usize>(),
+            Repr::Table(t) => {
+                t.overhead_bytes() + t.iter().map(|(k, _)| k.heap_bytes()).sum::<usize>()
+            }
         }
     }
 
@@ -294,7 +297,12 @@ impl Set {
     pub(crate) fn prefetch_member(&self, hash: u64, depth: u8) -> bool {
         match &self.repr {
             Repr::Table(t) => {
-                t.prefetch(hash, depth, |m| prefetch_read(m.as_ptr()));
+                // A short member is in the slot itself: depth 1 loaded it.
+                t.prefetch(hash, depth, |m| {
+                    if let SmallBytes::Heap(b) = m {
+                        prefetch_read(b.as_ptr());
+                    }
+                });
                 true
             }
             Repr::Ints(_) => false,
@@ -368,7 +376,7 @@ impl Set {
             let mut buf = itoa::Buffer::new();
             for i in 0..s.len() {
                 let b = buf.format(s.get(i)).as_bytes();
-                t.insert(hash_key(b), b.into(), ());
+                t.insert(hash_key(b), SmallBytes::new(b), ());
             }
             self.repr = Repr::Table(t);
         }
@@ -402,7 +410,9 @@ impl Set {
         match &self.repr {
             Repr::Ints(s) if s.len() == 0 => None,
             Repr::Ints(s) => Some(Member::Int(s.get(rng.usize(..s.len())))),
-            Repr::Table(t) => t.random_entry(rng).map(|(k, _)| Member::Bytes(&k[..])),
+            Repr::Table(t) => t
+                .random_entry(rng)
+                .map(|(k, _)| Member::Bytes(k.as_bytes())),
         }
     }
 
@@ -413,9 +423,8 @@ impl Set {
             Repr::Ints(s) if s.len() == 0 => None,
             Repr::Ints(s) => Some(Member::Int(s.remove_at(rng.usize(..s.len())))),
             Repr::Table(t) => {
-                let key: Box<[u8]> = t.random_entry(rng)?.0.clone();
-                t.remove(hash_key(&key), &key)
-                    .map(|(k, _)| Member::Bytes(k))
+                let key: Box<[u8]> = t.random_entry(rng)?.0.as_bytes().into();
+                t.remove(hash_key(&key), &key).map(|_| Member::Bytes(key))
             }
         }
     }
@@ -500,7 +509,7 @@ impl Set {
                 self.iter().for_each(f);
                 0
             }
-            Repr::Table(t) => t.scan(cursor, count, |k, _| f(Member::Bytes(&k[..]))),
+            Repr::Table(t) => t.scan(cursor, count, |k, _| f(Member::Bytes(k.as_bytes()))),
         }
     }
 
@@ -581,7 +590,7 @@ pub struct Iter<'a> {
 
 enum IterInner<'a> {
     Ints(&'a IntSet, std::ops::Range<usize>),
-    Table(Box<dyn ExactSizeIterator<Item = (&'a Box<[u8]>, &'a ())> + 'a>),
+    Table(Box<dyn ExactSizeIterator<Item = (&'a SmallBytes, &'a ())> + 'a>),
 }
 
 impl<'a> Iterator for Iter<'a> {
@@ -590,7 +599,7 @@ impl<'a> Iterator for Iter<'a> {
     fn next(&mut self) -> Option<Self::Item> {
         match &mut self.inner {
             IterInner::Ints(s, range) => range.next().map(|i| Member::Int(s.get(i))),
-            IterInner::Table(it) => it.next().map(|(k, _)| Member::Bytes(&k[..])),
+            IterInner::Table(it) => it.next().map(|(k, _)| Member::Bytes(k.as_bytes())),
         }
     }
 

@@ -67,6 +67,12 @@ impl SmallBytes {
     }
 }
 
+impl std::borrow::Borrow<[u8]> for SmallBytes {
+    fn borrow(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
 impl Default for SmallBytes {
     fn default() -> Self {
         SmallBytes::new(&[])
