@@ -43,7 +43,11 @@ pub fn run(args: &[String]) -> i32 {
     if config.flag("disable-thp") {
         disable_transparent_huge_pages();
     }
-    vireo_store::clock::calibrate_tsc();
+    // Measuring the counter takes 20 ms; commands use clock_gettime until
+    // it is done rather than delay start-up.
+    let _ = thread::Builder::new()
+        .name("vireo-tsc".into())
+        .spawn(vireo_store::clock::calibrate_tsc);
     let threads = match config.io_threads() {
         0 => thread::available_parallelism()
             .map(|n| n.get())

@@ -675,11 +675,13 @@ impl Big {
         for (_, e) in self.index.run(tag).filter(|(_, e)| e.hash == tag) {
             let slot = &self.slots[e.id as usize];
             match slot {
+                _ if depth == 1 => prefetch_read(slot),
+                // An inline member came with its slot at depth 1.
                 Slot::Used {
                     member: SmallBytes::Heap(member),
                     ..
-                } if depth > 1 => prefetch_read(member.as_ptr()),
-                _ => prefetch_read(slot),
+                } => prefetch_read(member.as_ptr()),
+                _ => {}
             }
         }
     }
@@ -829,7 +831,8 @@ enum Node {
 /// Entries of a leaf, as parallel arrays (12 bytes an entry) inside the
 /// leaf's own block. A search's first probe of the scores needs no
 /// pointer read from the leaf: with `Vec`s it waited for one more
-/// dependent cache miss per leaf visited, 12% of a pipelined ZADD.
+/// dependent cache miss per leaf visited (BENCHMARKS.md, issue 4,
+/// session 10).
 #[derive(Clone, Debug)]
 struct Leaf {
     len: usize,
