@@ -20,8 +20,9 @@ pub struct Args<'a> {
 }
 
 impl<'a> Args<'a> {
-    /// Builds a view from a base buffer and argument ranges into it.
-    pub(crate) fn new(base: &'a [u8], ranges: &'a [(usize, usize)]) -> Self {
+    /// Builds a view from a base buffer and argument ranges into it (a
+    /// command [`peek_command`](crate::peek_command) found, say).
+    pub fn new(base: &'a [u8], ranges: &'a [(usize, usize)]) -> Self {
         Args { base, ranges }
     }
 

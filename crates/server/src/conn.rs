@@ -3,7 +3,6 @@
 //! [`Conn::flush`]; everything here runs on that one thread.
 
 use std::io::{self, Read, Write};
-use std::ops::Range;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
@@ -15,8 +14,8 @@ use vireo_resp::{ParseLimits, Parser, Protocol, ReplyBuf};
 
 use crate::blocking::Waiter;
 use crate::client::cflags;
-use crate::cmd::KeySpec;
 use crate::dispatch::{self, Outcome};
+use crate::lookahead::LookAhead;
 use crate::server::{bump, Server, WorkerStats};
 use crate::session::Session;
 
@@ -145,6 +144,8 @@ pub struct Conn {
     pub stream: Stream,
     input: InputBuf,
     parser: Parser,
+    /// The current batch's commands, parsed ahead.
+    lookahead: Box<LookAhead>,
     pub out: ReplyBuf,
     pub session: Session,
     /// Input is held back by CLIENT PAUSE.
@@ -158,6 +159,7 @@ impl Conn {
             stream,
             input: InputBuf::new(),
             parser: Parser::new(),
+            lookahead: Box::new(LookAhead::new()),
             out: ReplyBuf::new(Protocol::Resp2),
             session,
             paused: false,
@@ -228,6 +230,9 @@ impl Conn {
         // Commands of this batch run back to back: they share clock reads.
         vireo_store::clock::break_chain();
         let data = &self.input.buf[self.input.start..self.input.end];
+        // The look-ahead's key hashes, found again by the commands it saw.
+        let hashes = vireo_store::hash_memo::Scope::open(data);
+        self.lookahead.clear();
         // A killed client (CLIENT KILL, output buffer limit) runs nothing more.
         // A blocked client's input waits for its command to complete.
         while !self.session.close_after_reply
@@ -238,55 +243,82 @@ impl Conn {
             if rest.is_empty() {
                 break;
             }
-            // Until AUTH succeeds, Redis caps multibulk counts at 10 and bulk
-            // lengths at 16 KiB, so an unauthenticated peer cannot make the
-            // server buffer much.
-            self.parser.set_unauthenticated(!self.session.authenticated);
-            match self.parser.parse(rest, &limits) {
-                Ok(Some(n)) => {
-                    // More input behind this command: a pipeline, whose
-                    // keys are worth prefetching (a lone command's are not).
-                    if consumed >= prefetched && n < rest.len() {
-                        prefetched = consumed + prefetch_keys(server, self.session.db, rest);
-                    }
-                    let args = self.parser.args(rest);
-                    if !args.is_empty() {
-                        match dispatch::run(server, &mut self.session, &mut self.out, args) {
-                            Outcome::Done => {
-                                // With `maxmemory-clients` on, a client is
-                                // checked after every command, as Redis
-                                // checks before the next one: one whose
-                                // command took it over the limit is cut off
-                                // before running more of its pipeline.
-                                if server.config.hot.maxmemory_clients.load(Ordering::Relaxed) != 0
-                                {
-                                    self.account(server);
-                                    crate::client_evict::evict_clients(server);
-                                }
+            // Parsed ahead for an authenticated client: one that RESET
+            // logged out meanwhile has its commands parsed under the
+            // parser's limits for the unauthenticated.
+            let peeked = if self.session.authenticated {
+                self.lookahead.take(data, consumed)
+            } else {
+                self.lookahead.clear();
+                None
+            };
+            let (n, args, known) = match peeked {
+                Some(p) => (p.len, p.args, p.cmd),
+                None => {
+                    // Until AUTH succeeds, Redis caps multibulk counts at 10
+                    // and bulk lengths at 16 KiB, so an unauthenticated peer
+                    // cannot make the server buffer much.
+                    self.parser.set_unauthenticated(!self.session.authenticated);
+                    match self.parser.parse(rest, &limits) {
+                        Ok(Some(n)) => {
+                            // More input behind this command: a pipeline,
+                            // whose keys are worth prefetching (a lone
+                            // command's are not).
+                            let mut known = None;
+                            if consumed >= prefetched && n < rest.len() {
+                                prefetched = self.lookahead.look(
+                                    server,
+                                    self.session.db,
+                                    data,
+                                    consumed,
+                                    &hashes,
+                                    self.session.authenticated,
+                                    limits.max_bulk_len,
+                                );
+                                // This command was looked at first.
+                                known = self.lookahead.take(data, consumed).and_then(|p| p.cmd);
                             }
-                            Outcome::Postponed => {
-                                self.paused = true;
-                                self.session.shared.set_flag(cflags::BLOCKED, true);
-                                self.parser.reset();
-                                break;
-                            }
-                            Outcome::Blocked => {
-                                consumed += n;
-                                break;
-                            }
+                            (n, self.parser.args(rest), known)
+                        }
+                        Ok(None) => break,
+                        Err(e) => {
+                            self.out.error(&format!("ERR {}", e.message));
+                            server.count_error(b"ERR");
+                            self.session.close_after_reply = true;
+                            consumed = data.len();
+                            continue;
                         }
                     }
-                    consumed += n;
                 }
-                Ok(None) => break,
-                Err(e) => {
-                    self.out.error(&format!("ERR {}", e.message));
-                    server.count_error(b"ERR");
-                    self.session.close_after_reply = true;
-                    consumed = data.len();
+            };
+            if !args.is_empty() {
+                match dispatch::run(server, &mut self.session, &mut self.out, args, known) {
+                    Outcome::Done => {
+                        // With `maxmemory-clients` on, a client is checked
+                        // after every command, as Redis checks before the
+                        // next one: one whose command took it over the
+                        // limit is cut off before running more of its
+                        // pipeline.
+                        if server.config.hot.maxmemory_clients.load(Ordering::Relaxed) != 0 {
+                            self.account(server);
+                            crate::client_evict::evict_clients(server);
+                        }
+                    }
+                    Outcome::Postponed => {
+                        self.paused = true;
+                        self.session.shared.set_flag(cflags::BLOCKED, true);
+                        self.parser.reset();
+                        break;
+                    }
+                    Outcome::Blocked => {
+                        consumed += n;
+                        break;
+                    }
                 }
             }
+            consumed += n;
         }
+        drop(hashes);
         self.input.consume(consumed);
         if self.session.shared.killed.load(Ordering::Relaxed) {
             return Err(Close::Gone);
@@ -452,148 +484,4 @@ pub fn output_limit_reached(server: &Server, session: &mut Session, used: usize)
         shared.killed.store(true, Ordering::Relaxed);
     }
     over
-}
-
-/// Pipelined commands looked at per batch: a `redis-benchmark -P 16`
-/// client's pipeline.
-const PREFETCH_COMMANDS: usize = 16;
-
-/// Keys prefetched per batch (an MSET of ten keys fills it in three
-/// commands), and members of the keys' hashes and sets.
-const PREFETCH_KEYS: usize = 32;
-
-/// Keys longer than this are not prefetched: hashing them twice would cost
-/// more than the misses saved.
-const PREFETCH_MAX_KEY: usize = 128;
-
-/// Starts loading the keyspace memory of the keys of the next (up to
-/// [`PREFETCH_COMMANDS`]) commands in `input` so that their cache misses
-/// overlap (see [`Keyspace::prefetch`]); returns how many bytes of `input`
-/// those commands span. Keys are found by the command table's key
-/// positions, so commands with no keys cost a peek and a name lookup; the
-/// members a command names in its key's hash, set or sorted set are
-/// prefetched after the keys (a 100K-field hash's field lookup missed the
-/// cache three times per HSET). A lone key is not worth prefetching:
-/// nothing would overlap.
-/// Pinned single-worker SET, GET, INCR and MSET at `-P 16` over 100K keys
-/// gained 23-62% (BENCHMARKS.md, issue 4, session 8). The keys are
-/// prefetched in the session's database as it is before the batch: a
-/// SELECT inside the batch only makes the hint miss.
-///
-/// [`Keyspace::prefetch`]: vireo_store::Keyspace::prefetch
-fn prefetch_keys(server: &Server, db: usize, input: &[u8]) -> usize {
-    let mut args: [Range<usize>; PREFETCH_KEYS + 1] = std::array::from_fn(|_| 0..0);
-    let mut hashes = [0u64; PREFETCH_KEYS];
-    let mut found = 0;
-    let mut members = [(0u64, 0u64); PREFETCH_KEYS];
-    let mut found_members = 0;
-    let mut at = 0;
-    for _ in 0..PREFETCH_COMMANDS {
-        let Some((len, argc)) = vireo_resp::peek_command(&input[at..], &mut args) else {
-            break;
-        };
-        let command = &input[at..at + len];
-        // `args` keeps the previous command's ranges past this one's count
-        // (an empty `*0` command has no name at all).
-        let name = (argc > 0).then(|| &command[args[0].clone()]);
-        let Some(cmd) = name.and_then(|name| crate::cmd::table().lookup(name)) else {
-            at += len;
-            continue;
-        };
-        let first_key = found;
-        if let KeySpec::Range { first, last, step } = cmd.spec.keys {
-            let indices =
-                || crate::cmd::key_range(argc, first, last, step).take_while(|&i| i < args.len());
-            let room = PREFETCH_KEYS - found;
-            if indices().count() > room && found > 0 {
-                break; // the next batch starts with this command
-            }
-            for i in indices().take(room) {
-                let key = &command[args[i].clone()];
-                if key.len() <= PREFETCH_MAX_KEY {
-                    hashes[found] = vireo_store::dict::hash_key(key);
-                    found += 1;
-                }
-            }
-        }
-        // Members of the command's one key (HSET's fields, SADD's members).
-        if let (Some((first, step)), true) = (cmd.spec.members, found > first_key) {
-            let key = hashes[first_key];
-            let positions = (usize::from(first)..argc.min(args.len())).step_by(usize::from(step));
-            for i in positions.take(PREFETCH_KEYS - found_members) {
-                let member = &command[args[i].clone()];
-                if member.len() <= PREFETCH_MAX_KEY {
-                    members[found_members] = (key, vireo_store::dict::hash_key(member));
-                    found_members += 1;
-                }
-            }
-        }
-        at += len;
-    }
-    if found > 1 || found_members > 1 {
-        server.keyspace.prefetch(db, &hashes[..found]);
-        server
-            .keyspace
-            .prefetch_members(db, &members[..found_members]);
-    }
-    at
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::Config;
-
-    fn set(key: &str) -> String {
-        format!("*3\r\n$3\r\nSET\r\n${}\r\n{key}\r\n$1\r\nv\r\n", key.len())
-    }
-
-    #[test]
-    fn prefetching_covers_a_batch_of_complete_commands() {
-        let server = Server::new(Config::default(), 1);
-        let one = set("key:1").len();
-        let many: String = (0..40).map(|i| set(&format!("key:{i:02}"))).collect();
-        let each = set("key:00").len();
-        assert_eq!(
-            prefetch_keys(&server, 0, many.as_bytes()),
-            PREFETCH_COMMANDS * each
-        );
-        // Ten keys each: three commands fill the batch.
-        let mset = format!(
-            "*21\r\n$4\r\nMSET\r\n{}",
-            "$1\r\nk\r\n$1\r\nv\r\n".repeat(10)
-        );
-        assert_eq!(
-            prefetch_keys(&server, 0, mset.repeat(5).as_bytes()),
-            3 * mset.len()
-        );
-        // Keyless commands do not end the batch.
-        let pings = "*1\r\n$4\r\nPING\r\n".repeat(20);
-        assert_eq!(
-            prefetch_keys(&server, 0, pings.as_bytes()),
-            PREFETCH_COMMANDS * 14
-        );
-        let partial = format!("{}{}*3\r\n$3\r\nSET", set("key:1"), set("key:2"));
-        assert_eq!(prefetch_keys(&server, 0, partial.as_bytes()), 2 * one);
-        assert_eq!(prefetch_keys(&server, 0, b"PING\r\n"), 0);
-        assert_eq!(
-            prefetch_keys(&server, 9, set("a").as_bytes()),
-            set("a").len()
-        );
-        // Members ride along with their keys and do not end a batch.
-        let hsets: String = (0..20)
-            .map(|i| format!("*4\r\n$4\r\nHSET\r\n$1\r\nh\r\n$3\r\nf{i:02}\r\n$1\r\nv\r\n"))
-            .collect();
-        assert_eq!(
-            prefetch_keys(&server, 0, hsets.as_bytes()),
-            hsets.len() / 20 * PREFETCH_COMMANDS
-        );
-        // An empty command after a longer one: none of the longer one's
-        // arguments is taken for its name.
-        let empty_after = format!("{}*0\r\n{}", set("key:1"), set("key:2"));
-        assert_eq!(
-            prefetch_keys(&server, 0, empty_after.as_bytes()),
-            empty_after.len()
-        );
-    }
 }

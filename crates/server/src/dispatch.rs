@@ -27,9 +27,16 @@ pub enum Outcome {
     Blocked,
 }
 
-/// Handles one command from a client.
-pub fn run(server: &Server, session: &mut Session, out: &mut ReplyBuf, args: Args<'_>) -> Outcome {
-    let cmd = match resolve(args) {
+/// Handles one command from a client; `known` is the table entry for its
+/// name when the caller looked it up already (the pipeline look-ahead).
+pub fn run(
+    server: &Server,
+    session: &mut Session,
+    out: &mut ReplyBuf,
+    args: Args<'_>,
+    known: Option<CmdRef>,
+) -> Outcome {
+    let cmd = match resolve(args, known) {
         Ok(c) => c,
         Err(msg) => {
             reject(server, session, out, None, &msg);
@@ -162,11 +169,12 @@ pub fn run(server: &Server, session: &mut Session, out: &mut ReplyBuf, args: Arg
 }
 
 /// Finds the command (and subcommand) and checks its arity; Err is the
-/// error reply.
-fn resolve(args: Args<'_>) -> Result<CmdRef, String> {
+/// error reply. `known` is the table's entry for the name when the caller
+/// looked it up already.
+fn resolve(args: Args<'_>, known: Option<CmdRef>) -> Result<CmdRef, String> {
     let t = table();
     let name = args.get(0);
-    let Some(mut cmd) = t.lookup(name) else {
+    let Some(mut cmd) = known.or_else(|| t.lookup(name)) else {
         let mut shown = String::new();
         for a in args.iter().skip(1) {
             if shown.len() >= 128 {
@@ -362,7 +370,9 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: CmdRef, args: Args<'_>) {
     let reply_at = ctx.out.len();
     let start = command_start_us();
     let dirty_before = ctx.dirty;
-    ctx.effects = None;
+    if ctx.effects.is_some() {
+        ctx.effects = None;
+    }
     let result = catch_unwind(AssertUnwindSafe(|| (spec.handler)(ctx, args)));
     let elapsed_us = command_end_us().saturating_sub(start);
     if server.aof.is_logging() {

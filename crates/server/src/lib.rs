@@ -16,6 +16,7 @@ pub mod dispatch;
 pub mod evict;
 pub mod lazyfree;
 pub mod listener;
+pub mod lookahead;
 pub mod metrics;
 pub mod rdb;
 pub mod server;

@@ -23,6 +23,7 @@ use smallvec::SmallVec;
 
 use crate::clock::{command_now_ms, now_ms};
 use crate::dict::{hash_key, Dict};
+use crate::hash_memo::key_hash;
 pub use crate::entry::Entry;
 use crate::snapshot::Pending;
 use crate::ttl_index::TtlIndex;
@@ -288,7 +289,7 @@ impl Shard {
     /// in any of `dbs`, as Redis does for FLUSHDB and SWAPDB.
     fn signal_existing(&self, dbs: &[usize]) {
         for (key, list) in self.watchers.iter().flat_map(|w| w.iter()) {
-            let hash = hash_key(key);
+            let hash = key_hash(key);
             if !dbs
                 .iter()
                 .any(|&d| self.dbs[d].keys.contains_key(hash, key))
@@ -449,7 +450,7 @@ impl Keyspace {
 
     /// The shard `key` belongs to.
     pub fn shard_of(&self, key: &[u8]) -> usize {
-        self.shard_of_hash(hash_key(key))
+        self.shard_of_hash(key_hash(key))
     }
 
     /// Starts loading the memory lookups of the keys with these hashes
@@ -866,7 +867,7 @@ impl<'a> Keys<'a> {
         stats: bool,
         touch: bool,
     ) -> Option<&mut Entry> {
-        let hash = hash_key(key);
+        let hash = key_hash(key);
         let now = self.now;
         let tuning = self.ks.lfu_tuning();
         let found = self.find_live(db, hash, key);
@@ -906,7 +907,7 @@ impl<'a> Keys<'a> {
     /// If the key's shard is not held by this view (a dynamic view holds
     /// none between calls).
     pub fn peek(&self, db: usize, key: &[u8]) -> Option<&Entry> {
-        let hash = hash_key(key);
+        let hash = key_hash(key);
         let idx = self.ks.shard_of_hash(hash);
         let shard: &Shard = if self.holds_all() {
             &self.guards[idx].1
@@ -962,7 +963,7 @@ impl<'a> Keys<'a> {
     /// ms, or none); true if it replaced a key. SET's path: the entry is
     /// built straight from the bytes, TTL included.
     pub fn set_str(&mut self, db: usize, key: &[u8], bytes: &[u8], expire_at: Option<u64>) -> bool {
-        let hash = hash_key(key);
+        let hash = key_hash(key);
         let found = self.find_live(db, hash, key);
         self.shard(hash).preserve_at(db, found);
         if let Some(i) = found {
@@ -1018,7 +1019,7 @@ impl<'a> Keys<'a> {
 
     /// [`Self::set_entry`], returning the replaced entry.
     fn put_entry(&mut self, db: usize, key: &[u8], entry: Entry) -> Option<Entry> {
-        let hash = hash_key(key);
+        let hash = key_hash(key);
         let found = self.find_live(db, hash, key);
         self.shard(hash).preserve_at(db, found);
         self.store_found(db, hash, found, entry.with_key(key))
@@ -1071,7 +1072,7 @@ impl<'a> Keys<'a> {
     /// For a user's deletion (DEL, UNLINK, GETDEL) or a move (RENAME,
     /// MOVE), where the caller decides what becomes of the value.
     pub fn remove(&mut self, db: usize, key: &[u8]) -> Option<Entry> {
-        let hash = hash_key(key);
+        let hash = key_hash(key);
         if self.expire_held(db, hash, key) {
             return None;
         }
@@ -1102,7 +1103,7 @@ impl<'a> Keys<'a> {
     /// Sets the absolute expiry (Unix ms) of an existing key; false if the
     /// key does not exist. Not an access to the key.
     pub fn set_expire(&mut self, db: usize, key: &[u8], at_ms: u64) -> bool {
-        let hash = hash_key(key);
+        let hash = key_hash(key);
         let Some(e) = self.lookup(db, key, true, false, false) else {
             return false;
         };
@@ -1117,7 +1118,7 @@ impl<'a> Keys<'a> {
 
     /// Removes the TTL of `key`; true if it had one. Not an access to the key.
     pub fn persist(&mut self, db: usize, key: &[u8]) -> bool {
-        let hash = hash_key(key);
+        let hash = key_hash(key);
         let Some(e) = self.lookup(db, key, true, false, false) else {
             return false;
         };
@@ -1132,7 +1133,7 @@ impl<'a> Keys<'a> {
     /// True if `key` exists and its TTL has passed, without deleting it
     /// (EXEC checks watched keys this way).
     pub fn is_logically_expired(&mut self, db: usize, key: &[u8]) -> bool {
-        let hash = hash_key(key);
+        let hash = key_hash(key);
         let now = self.now;
         self.shard(hash).dbs[db]
             .keys
@@ -1142,13 +1143,13 @@ impl<'a> Keys<'a> {
 
     /// Tells clients WATCHing `key` in `db` that it changed.
     pub fn signal_modified(&mut self, db: usize, key: &[u8]) {
-        let hash = hash_key(key);
+        let hash = key_hash(key);
         self.shard(hash).signal(db, key);
     }
 
     /// Registers `flag` to be set when `key` in `db` is modified.
     pub fn watch(&mut self, db: usize, key: &[u8], flag: &WatchFlag) {
-        let hash = hash_key(key);
+        let hash = key_hash(key);
         let watchers = self.shard(hash).watchers.get_or_insert_default();
         let list = watchers.entry(key.into()).or_default();
         if !list.iter().any(|(d, f)| *d == db && Arc::ptr_eq(f, flag)) {
@@ -1158,7 +1159,7 @@ impl<'a> Keys<'a> {
 
     /// Removes a registration made by [`Keys::watch`].
     pub fn unwatch(&mut self, db: usize, key: &[u8], flag: &WatchFlag) {
-        let hash = hash_key(key);
+        let hash = key_hash(key);
         let slot = &mut self.shard(hash).watchers;
         let Some(watchers) = slot.as_deref_mut() else {
             return;

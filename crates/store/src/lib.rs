@@ -10,6 +10,7 @@ pub mod dict;
 pub mod entry;
 pub mod evict;
 pub mod glob;
+pub mod hash_memo;
 pub mod hash;
 pub mod keyspace;
 pub mod list;

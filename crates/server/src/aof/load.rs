@@ -203,7 +203,7 @@ fn load_file(
                     before_multi = at;
                 }
                 let args = OwnedArgs::from_slices(&cmd);
-                crate::dispatch::run(server, session, &mut out, args.as_args());
+                crate::dispatch::run(server, session, &mut out, args.as_args(), None);
                 out.clear();
             }
             Ok(None) => {

@@ -263,17 +263,38 @@ pub struct CmdRef {
     pub id: usize,
 }
 
-/// A command looked up recently, with its table's address.
-type Recent = Option<(usize, CmdRef)>;
+/// A command looked up recently: its table's address, and the name's
+/// bytes exactly as the client sent them ([`packed_name`]).
+type Recent = Option<(usize, (usize, u64), CmdRef)>;
 
 thread_local! {
-    /// The two commands this thread looked up last, most recent first:
-    /// pipelines and benchmarks repeat a command or two, and comparing the
-    /// name with them costs a tenth of the table lookup (callgrind: the
-    /// lookup was 245 of a pipelined SET's 2,509 instructions). Two,
-    /// because the worker's look-ahead looks a batch's commands up before
-    /// they run, so a GET/SET mix alternates even where the batch does not.
+    /// The two names this thread looked up last, most recent first:
+    /// pipelines and benchmarks repeat a command or two. Two, because the
+    /// worker's look-ahead looks a batch's commands up before they run, so
+    /// a GET/SET mix alternates even where the batch does not. The bytes
+    /// are compared exactly (clients send a command's name the same way
+    /// each time), as one word: comparing case-insensitively with the
+    /// table's names cost 79 instructions a lookup (callgrind, pipelined
+    /// GET), a table lookup about 250.
     static RECENT_LOOKUPS: Cell<[Recent; 2]> = const { Cell::new([None, None]) };
+}
+
+/// A name of up to 8 bytes as its length and one word that tells apart
+/// any two names of that length; `None` for longer names. Reads each byte
+/// at most once, without copying the name.
+#[inline]
+fn packed_name(name: &[u8]) -> Option<(usize, u64)> {
+    let n = name.len();
+    let word = |at: usize| u64::from(u32::from_le_bytes(name[at..at + 4].try_into().unwrap()));
+    let packed = match n {
+        0 => 0,
+        1..=3 => {
+            u64::from(name[0]) | u64::from(name[n / 2]) << 8 | u64::from(name[n - 1]) << 16
+        }
+        4..=8 => word(0) | word(n - 4) << 32,
+        _ => return None,
+    };
+    Some((n, packed))
 }
 
 /// The merged command table.
@@ -332,14 +353,13 @@ impl Table {
     /// Looks a command up by name, case-insensitively.
     pub fn lookup(&self, name: &[u8]) -> Option<CmdRef> {
         let table = self as *const Table as usize;
+        let packed = packed_name(name);
         let recent = RECENT_LOOKUPS.get();
-        let matches = |r: Recent| {
-            r.filter(|&(t, cmd)| t == table && name.eq_ignore_ascii_case(cmd.spec.name.as_bytes()))
-        };
-        if let Some((_, cmd)) = matches(recent[0]) {
+        let matches = |r: Recent| r.filter(|&(t, p, _)| t == table && Some(p) == packed);
+        if let Some((_, _, cmd)) = matches(recent[0]) {
             return Some(cmd);
         }
-        if let Some((_, cmd)) = matches(recent[1]) {
+        if let Some((_, _, cmd)) = matches(recent[1]) {
             RECENT_LOOKUPS.set([recent[1], recent[0]]);
             return Some(cmd);
         }
@@ -352,7 +372,9 @@ impl Table {
         lower.make_ascii_lowercase();
         let s = std::str::from_utf8(lower).ok()?;
         let found = self.by_name.get(s).copied()?;
-        RECENT_LOOKUPS.set([Some((table, found)), recent[0]]);
+        if let Some(packed) = packed {
+            RECENT_LOOKUPS.set([Some((table, packed, found)), recent[0]]);
+        }
         Some(found)
     }
 
@@ -526,8 +548,10 @@ mod tests {
         // The recent-lookups cache must not answer for a name that differs
         // from the ones it holds, whatever the case or the length.
         let t = table();
-        let names: [&[u8]; 8] = [
-            b"set", b"SET", b"sEt", b"setex", b"se", b"get", b"GET", b"x",
+        let names: [&[u8]; 20] = [
+            b"set", b"SET", b"sEt", b"setex", b"se", b"get", b"GET", b"x", b"zpopmin", b"zpopmax",
+            b"ZPOPMAX", b"lpush", b"lpushx", b"getrange", b"getset", b"mset", b"msetnx", b"ttl",
+            b"tll", b"",
         ];
         let mut rng = fastrand::Rng::with_seed(3);
         for _ in 0..2000 {
@@ -536,6 +560,24 @@ mod tests {
             let got = t.lookup(name).map(|c| (c.spec.name, c.id));
             let expected = t.by_name.get(want.as_str()).map(|c| (c.spec.name, c.id));
             assert_eq!(got, expected, "{want}");
+        }
+    }
+
+    #[test]
+    fn packed_names_differ_when_the_names_do() {
+        let mut rng = fastrand::Rng::with_seed(7);
+        for _ in 0..100_000 {
+            let len = rng.usize(..=9);
+            let a: Vec<u8> = (0..len).map(|_| rng.u8(b'a'..=b'd')).collect();
+            let mut b = a.clone();
+            if len > 0 && rng.bool() {
+                let i = rng.usize(..len);
+                b[i] = rng.u8(b'a'..=b'd');
+            }
+            match (packed_name(&a), packed_name(&b)) {
+                (Some(x), Some(y)) => assert_eq!(x == y, a == b, "{a:?} {b:?}"),
+                (x, y) => assert!(len > 8 && x.is_none() && y.is_none()),
+            }
         }
     }
 }
