@@ -185,7 +185,8 @@ impl LookAhead {
                 }
             }
             // Members of the command's one key (HSET's fields, SADD's members).
-            if let (Some((first, step)), true) = (cmd.and_then(|c| c.spec.members), found > first_key)
+            if let (Some((first, step)), true) =
+                (cmd.and_then(|c| c.spec.members), found > first_key)
             {
                 let key = hashes[first_key];
                 let positions = (usize::from(first)..args.len()).step_by(usize::from(step));
@@ -322,7 +323,11 @@ mod tests {
         let mut at = 0;
         let mut want = Vec::new();
         while let Ok(Some(n)) = parser.parse(&data[at..], &Default::default()) {
-            let args: Vec<Vec<u8>> = parser.args(&data[at..]).iter().map(<[u8]>::to_vec).collect();
+            let args: Vec<Vec<u8>> = parser
+                .args(&data[at..])
+                .iter()
+                .map(<[u8]>::to_vec)
+                .collect();
             want.push((at, args));
             at += n;
         }
@@ -334,10 +339,7 @@ mod tests {
         // The keys' hashes were recorded for the commands to find.
         let key = &data[17..19];
         assert_eq!(key, b"k1");
-        assert_eq!(
-            hash_memo::key_hash(key),
-            vireo_store::dict::hash_key(b"k1")
-        );
+        assert_eq!(hash_memo::key_hash(key), vireo_store::dict::hash_key(b"k1"));
     }
 
     #[test]

@@ -23,8 +23,8 @@ use smallvec::SmallVec;
 
 use crate::clock::{command_now_ms, now_ms};
 use crate::dict::{hash_key, Dict};
-use crate::hash_memo::key_hash;
 pub use crate::entry::Entry;
+use crate::hash_memo::key_hash;
 use crate::snapshot::Pending;
 use crate::ttl_index::TtlIndex;
 use crate::value::{Value, ValueRef};

@@ -288,9 +288,7 @@ fn packed_name(name: &[u8]) -> Option<(usize, u64)> {
     let word = |at: usize| u64::from(u32::from_le_bytes(name[at..at + 4].try_into().unwrap()));
     let packed = match n {
         0 => 0,
-        1..=3 => {
-            u64::from(name[0]) | u64::from(name[n / 2]) << 8 | u64::from(name[n - 1]) << 16
-        }
+        1..=3 => u64::from(name[0]) | u64::from(name[n / 2]) << 8 | u64::from(name[n - 1]) << 16,
         4..=8 => word(0) | word(n - 4) << 32,
         _ => return None,
     };
@@ -549,9 +547,26 @@ mod tests {
         // from the ones it holds, whatever the case or the length.
         let t = table();
         let names: [&[u8]; 20] = [
-            b"set", b"SET", b"sEt", b"setex", b"se", b"get", b"GET", b"x", b"zpopmin", b"zpopmax",
-            b"ZPOPMAX", b"lpush", b"lpushx", b"getrange", b"getset", b"mset", b"msetnx", b"ttl",
-            b"tll", b"",
+            b"set",
+            b"SET",
+            b"sEt",
+            b"setex",
+            b"se",
+            b"get",
+            b"GET",
+            b"x",
+            b"zpopmin",
+            b"zpopmax",
+            b"ZPOPMAX",
+            b"lpush",
+            b"lpushx",
+            b"getrange",
+            b"getset",
+            b"mset",
+            b"msetnx",
+            b"ttl",
+            b"tll",
+            b"",
         ];
         let mut rng = fastrand::Rng::with_seed(3);
         for _ in 0..2000 {
