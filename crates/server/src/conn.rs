@@ -261,11 +261,13 @@ impl Conn {
                     self.parser.set_unauthenticated(!self.session.authenticated);
                     match self.parser.parse(rest, &limits) {
                         Ok(Some(n)) => {
-                            // More input behind this command: a pipeline,
-                            // whose keys are worth prefetching (a lone
-                            // command's are not).
+                            // More input behind this command (a pipeline),
+                            // or a command that may name several keys (an
+                            // MSET): keys worth prefetching, where a lone
+                            // key's miss would overlap with nothing.
                             let mut known = None;
-                            if consumed >= prefetched && n < rest.len() {
+                            let several = n < rest.len() || self.parser.args(rest).len() > 3;
+                            if consumed >= prefetched && several {
                                 prefetched = self.lookahead.look(
                                     server,
                                     self.session.db,
