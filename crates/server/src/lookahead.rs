@@ -369,4 +369,56 @@ mod tests {
         la.look(&server, 0, data, 0, &memo, true, usize::MAX);
         assert_eq!(taken(&mut la, data, 0).len(), 1);
     }
+
+    proptest::proptest! {
+        /// Byte soup built from protocol fragments (commands with keys,
+        /// unknown names, empty and partial commands, bad lengths), under a
+        /// random bulk limit: whatever the look-ahead hands out is what the
+        /// parser finds at the same offset, and it never hands out a
+        /// command the parser would refuse.
+        #[test]
+        fn hands_out_only_what_the_parser_finds(
+            picks in proptest::collection::vec(0..12usize, 1..40),
+            max_bulk in 0..6usize,
+        ) {
+            let pieces: [&[u8]; 12] = [
+                b"*2\r\n", b"*3\r\n", b"*0\r\n", b"$3\r\nGET\r\n", b"$3\r\nSET\r\n",
+                b"$4\r\nMSET\r\n", b"$1\r\nk\r\n", b"$5\r\nkey:1\r\n", b"$0\r\n\r\n",
+                b"$-1\r\n", b"$2\r\nx", b"PING\r\n",
+            ];
+            let data: Vec<u8> = picks.iter().flat_map(|&i| pieces[i].iter().copied()).collect();
+            let server = Server::new(Config::default(), 1);
+            let limits = vireo_resp::ParseLimits {
+                max_bulk_len: max_bulk,
+                ..Default::default()
+            };
+            let memo = hash_memo::Scope::open(&data);
+            let mut la = LookAhead::new();
+            let mut parser = vireo_resp::Parser::new();
+            let mut at = 0;
+            while at < data.len() {
+                if at == 0 || at % 3 == 0 {
+                    la.look(&server, 0, &data, at, &memo, true, max_bulk);
+                }
+                let taken = la
+                    .take(&data, at)
+                    .map(|p| (p.len, p.args.iter().map(<[u8]>::to_vec).collect::<Vec<_>>()));
+                let parsed = parser.parse(&data[at..], &limits);
+                match (taken, parsed) {
+                    (Some((len, args)), Ok(Some(n))) => {
+                        proptest::prop_assert_eq!(len, n);
+                        let want: Vec<Vec<u8>> =
+                            parser.args(&data[at..]).iter().map(<[u8]>::to_vec).collect();
+                        proptest::prop_assert_eq!(args, want);
+                        at += n;
+                    }
+                    (Some(_), other) => {
+                        proptest::prop_assert!(false, "kept a command the parser gives {:?}", other)
+                    }
+                    (None, Ok(Some(n))) => at += n,
+                    (None, _) => break,
+                }
+            }
+        }
+    }
 }
