@@ -82,16 +82,22 @@ impl<'buf> Scope<'buf> {
     #[inline]
     pub fn remember(&self, key: &'buf [u8], hash: u64) {
         debug_assert_eq!(hash, hash_key(key));
-        let addr = key.as_ptr() as usize;
-        MEMO.with(|m| {
-            m[slot_of(addr)].set(Record {
-                addr,
-                len: key.len(),
-                generation: self.generation,
-                hash,
-            })
-        });
+        record(key, self.generation, hash);
     }
+}
+
+/// Stores `hash` as `key`'s, for the scope with `generation`.
+#[inline]
+fn record(key: &[u8], generation: u64, hash: u64) {
+    let addr = key.as_ptr() as usize;
+    MEMO.with(|m| {
+        m[slot_of(addr)].set(Record {
+            addr,
+            len: key.len(),
+            generation,
+            hash,
+        })
+    });
 }
 
 impl Drop for Scope<'_> {
@@ -125,15 +131,7 @@ mod tests {
     const FAKE: u64 = 0x1234_5678;
 
     fn remember_fake(scope: &Scope<'_>, key: &[u8]) {
-        let addr = key.as_ptr() as usize;
-        MEMO.with(|m| {
-            m[slot_of(addr)].set(Record {
-                addr,
-                len: key.len(),
-                generation: scope.generation,
-                hash: FAKE,
-            })
-        });
+        record(key, scope.generation, FAKE);
     }
 
     #[test]
