@@ -266,8 +266,9 @@ impl Conn {
                             // MSET): keys worth prefetching, where a lone
                             // key's miss would overlap with nothing.
                             let mut known = None;
-                            let several = n < rest.len() || self.parser.args(rest).len() > 3;
-                            if consumed >= prefetched && several {
+                            if consumed >= prefetched
+                                && (n < rest.len() || self.parser.args(rest).len() > 3)
+                            {
                                 prefetched = self.lookahead.look(
                                     server,
                                     self.session.db,

@@ -370,6 +370,7 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: CmdRef, args: Args<'_>) {
     let reply_at = ctx.out.len();
     let start = command_start_us();
     let dirty_before = ctx.dirty;
+    // (Almost always None already: assigning would drop it through a call.)
     if ctx.effects.is_some() {
         ctx.effects = None;
     }

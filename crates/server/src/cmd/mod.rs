@@ -265,7 +265,7 @@ pub struct CmdRef {
 
 /// A command looked up recently: its table's address, and the name's
 /// bytes exactly as the client sent them ([`packed_name`]).
-type Recent = Option<(usize, (usize, u64), CmdRef)>;
+type Recent = Option<(usize, (usize, u128), CmdRef)>;
 
 thread_local! {
     /// The two names this thread looked up last, most recent first:
@@ -279,17 +279,20 @@ thread_local! {
     static RECENT_LOOKUPS: Cell<[Recent; 2]> = const { Cell::new([None, None]) };
 }
 
-/// A name of up to 8 bytes as its length and one word that tells apart
-/// any two names of that length; `None` for longer names. Reads each byte
-/// at most once, without copying the name.
+/// A name of up to 16 bytes (every command's but a few subcommands') as
+/// its length and one value that tells apart any two names of that length;
+/// `None` for longer names. Two overlapping reads cover the name, without
+/// copying it.
 #[inline]
-fn packed_name(name: &[u8]) -> Option<(usize, u64)> {
+fn packed_name(name: &[u8]) -> Option<(usize, u128)> {
     let n = name.len();
-    let word = |at: usize| u64::from(u32::from_le_bytes(name[at..at + 4].try_into().unwrap()));
+    let word = |at: usize| u128::from(u32::from_le_bytes(name[at..at + 4].try_into().unwrap()));
+    let long = |at: usize| u128::from(u64::from_le_bytes(name[at..at + 8].try_into().unwrap()));
     let packed = match n {
         0 => 0,
-        1..=3 => u64::from(name[0]) | u64::from(name[n / 2]) << 8 | u64::from(name[n - 1]) << 16,
+        1..=3 => u128::from(name[0]) | u128::from(name[n / 2]) << 8 | u128::from(name[n - 1]) << 16,
         4..=8 => word(0) | word(n - 4) << 32,
+        9..=16 => long(0) | long(n - 8) << 64,
         _ => return None,
     };
     Some((n, packed))
@@ -546,7 +549,7 @@ mod tests {
         // The recent-lookups cache must not answer for a name that differs
         // from the ones it holds, whatever the case or the length.
         let t = table();
-        let names: [&[u8]; 20] = [
+        let names: [&[u8]; 23] = [
             b"set",
             b"SET",
             b"sEt",
@@ -566,6 +569,9 @@ mod tests {
             b"msetnx",
             b"ttl",
             b"tll",
+            b"zrangebyscore",
+            b"ZRANGEBYSCORE",
+            b"zrevrangebyscore",
             b"",
         ];
         let mut rng = fastrand::Rng::with_seed(3);
@@ -582,7 +588,7 @@ mod tests {
     fn packed_names_differ_when_the_names_do() {
         let mut rng = fastrand::Rng::with_seed(7);
         for _ in 0..100_000 {
-            let len = rng.usize(..=9);
+            let len = rng.usize(..=17);
             let a: Vec<u8> = (0..len).map(|_| rng.u8(b'a'..=b'd')).collect();
             let mut b = a.clone();
             if len > 0 && rng.bool() {
@@ -591,7 +597,7 @@ mod tests {
             }
             match (packed_name(&a), packed_name(&b)) {
                 (Some(x), Some(y)) => assert_eq!(x == y, a == b, "{a:?} {b:?}"),
-                (x, y) => assert!(len > 8 && x.is_none() && y.is_none()),
+                (x, y) => assert!(len > 16 && x.is_none() && y.is_none()),
             }
         }
     }
