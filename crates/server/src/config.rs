@@ -92,6 +92,10 @@ const YES_NO_LOCAL: Kind = Kind::Enum(&["no", "yes", "local"]);
 const SHUTDOWN_ON: Kind = Kind::Special;
 
 /// Every parameter Redis 7.0 knows, in roughly redis.conf's order.
+/// Debugging parameters Redis hides from `CONFIG GET` patterns: only asked
+/// for by their exact name do they answer (Redis's `HIDDEN_CONFIG`).
+const HIDDEN_PARAMS: [&str; 2] = ["rdb-key-save-delay", "key-load-delay"];
+
 static PARAMS: &[Param] = &[
     // Network and general.
     fixed("bind", X, "127.0.0.1 -::1"),
@@ -686,7 +690,7 @@ impl Config {
                 }
                 continue;
             }
-            for p in PARAMS {
+            for p in PARAMS.iter().filter(|p| !HIDDEN_PARAMS.contains(&p.name)) {
                 for name in std::iter::once(&p.name).chain(p.aliases.iter()) {
                     if glob_match(pat, name.as_bytes(), true) {
                         push(name, p);
@@ -1536,6 +1540,11 @@ mod tests {
         assert!(c.get(&[b"nosuch"]).is_empty());
         let r = c.get(&[b"PORT", b"port"]);
         assert_eq!(r.len(), 1);
+        // Hidden from patterns, there for their exact names.
+        for hidden in HIDDEN_PARAMS {
+            assert!(c.get(&[b"*"]).iter().all(|(n, _)| n != hidden));
+            assert_eq!(c.get(&[hidden.as_bytes()]).len(), 1, "{hidden}");
+        }
     }
 
     #[test]

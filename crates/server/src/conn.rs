@@ -230,6 +230,12 @@ impl Conn {
         // Commands of this batch run back to back: they share clock reads.
         vireo_store::clock::break_chain();
         let data = &self.input.buf[self.input.start..self.input.end];
+        // As in Redis, the commands of a batch are still in the query
+        // buffer while they run (CLIENT LIST's `qbuf` shows them).
+        self.session
+            .shared
+            .qbuf
+            .store(data.len(), Ordering::Relaxed);
         // The look-ahead's key hashes, found again by the commands it saw.
         let hashes = vireo_store::hash_memo::Scope::open(data);
         self.lookahead.clear();

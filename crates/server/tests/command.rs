@@ -542,6 +542,24 @@ fn help_and_unknown_subcommand() {
         err(&mut con, &["COMMAND", "COUNT", "x"]),
         "ERR wrong number of arguments for 'command|count' command"
     );
+    // A subcommand's own name is not a command (Redis issue #10070).
+    assert_eq!(
+        err(&mut con, &["CONFIG|GET", "maxmemory"]),
+        "ERR unknown command 'CONFIG|GET', with args beginning with: 'maxmemory' "
+    );
+    assert_eq!(
+        err(&mut con, &["GET|"]),
+        "ERR unknown command 'GET|', with args beginning with: "
+    );
+}
+
+#[test]
+fn client_list_shows_the_running_command_in_the_query_buffer() {
+    let srv = common::Server::start(&[]);
+    let mut con = srv.conn();
+    let line: String = redis::cmd("CLIENT").arg("INFO").query(&mut con).unwrap();
+    // `*2\r\n$6\r\nCLIENT\r\n$4\r\nINFO\r\n`, as Redis shows it.
+    assert!(line.contains(" qbuf=26 "), "{line}");
 }
 
 #[test]
