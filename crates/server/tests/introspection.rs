@@ -329,6 +329,31 @@ fn client_pause_write_holds_writes_until_unpause() {
     assert_eq!(reader.cmd(&["GET", "k"]), bulk("v"));
 }
 
+#[test]
+fn a_paused_server_expires_nothing() {
+    let srv = common::Server::start(&[]);
+    let mut c = Raw::connect(srv.port);
+    let expired = |c: &mut Raw| {
+        let info = c.cmd(&["INFO", "stats"]);
+        info_field(&info, "expired_keys").unwrap()
+    };
+    assert_eq!(c.cmd(&["MULTI"]), "+OK\r\n");
+    c.cmd(&["SET", "a", "1", "PX", "10"]);
+    c.cmd(&["SET", "b", "1", "PX", "10"]);
+    c.cmd(&["CLIENT", "PAUSE", "20000", "WRITE"]);
+    assert!(c.cmd(&["EXEC"]).starts_with("*3\r\n"));
+    std::thread::sleep(Duration::from_millis(300));
+    // Past their TTL they read as gone, but neither the read nor the
+    // active expiry cycle deletes them while the pause lasts.
+    assert_eq!(c.cmd(&["GET", "a"]), "$-1\r\n");
+    assert_eq!(c.cmd(&["GET", "b"]), "$-1\r\n");
+    assert_eq!(expired(&mut c), "0");
+    assert_eq!(c.cmd(&["CLIENT", "UNPAUSE"]), "+OK\r\n");
+    assert_eq!(c.cmd(&["GET", "a"]), "$-1\r\n");
+    assert_eq!(c.cmd(&["GET", "b"]), "$-1\r\n");
+    assert_eq!(expired(&mut c), "2");
+}
+
 /// INFO's sections and their field names, in order.
 fn section_fields(info: &str) -> Vec<(String, Vec<String>)> {
     let mut out: Vec<(String, Vec<String>)> = Vec::new();

@@ -366,6 +366,9 @@ pub struct Keyspace {
     /// active expiry sweep that found none in any shard (see
     /// [`Keyspace::active_expire_cycle`]).
     ttls_maybe: AtomicBool,
+    /// Unix ms until which expired keys are kept (0: not paused); see
+    /// [`Keyspace::pause_expiry_until`].
+    expiry_paused_until: AtomicU64,
 }
 
 impl Keyspace {
@@ -387,6 +390,7 @@ impl Keyspace {
             lfu_decay_minutes: AtomicU32::new(LfuTuning::default().decay_minutes),
             snapshot_left: AtomicUsize::new(0),
             snapshots_begun: AtomicU64::new(0),
+            expiry_paused_until: AtomicU64::new(0),
             ttls_maybe: AtomicBool::new(false),
         }
     }
@@ -586,6 +590,21 @@ impl Keyspace {
         sizes
     }
 
+    /// Until Unix ms `until` (0: from now on no more), keys past their TTL
+    /// are not deleted, neither by reads nor by active expiry, though they
+    /// read as absent: as Redis does while clients are paused for writes
+    /// (CLIENT PAUSE), so that a paused server's dataset, and what it logs
+    /// or replicates, stays as it is. Writes still delete such a key before
+    /// replacing it.
+    pub fn pause_expiry_until(&self, until: u64) {
+        self.expiry_paused_until.store(until, Ordering::Release);
+    }
+
+    /// True while [`Keyspace::pause_expiry_until`] holds at `now` (ms).
+    fn expiry_paused(&self, now: u64) -> bool {
+        now < self.expiry_paused_until.load(Ordering::Acquire)
+    }
+
     /// Records that a key got a TTL, for [`Keyspace::active_expire_cycle`].
     /// Called after the TTL is in its table, under or after the shard's
     /// lock. Only stores when the flag is clear, so the workers setting
@@ -607,6 +626,9 @@ impl Keyspace {
         budget: Duration,
         on_expired: &mut dyn FnMut(usize, &[u8]),
     ) -> u64 {
+        if self.expiry_paused(now_ms()) {
+            return 0;
+        }
         const SAMPLE: usize = 20;
         // With no TTL anywhere, sweeping every shard's every database each
         // tick cost an idle server 0.2 ms of a core per tick (perf), on
@@ -738,11 +760,19 @@ impl<'a> Keys<'a> {
     /// which case it is deleted and recorded (the rare case walks again).
     /// Positions stay valid until an entry is removed from the table.
     fn find_live(&mut self, db: usize, hash: u64, key: &[u8]) -> Option<usize> {
+        self.find_live_for(db, hash, key, true)
+    }
+
+    /// [`Keys::find_live`] for a read (`writing` false) or a write: a read
+    /// leaves an expired key in place while expiry is paused.
+    fn find_live_for(&mut self, db: usize, hash: u64, key: &[u8], writing: bool) -> Option<usize> {
         let now = self.now;
         let keys = &self.shard(hash).dbs[db].keys;
         let i = keys.position(hash, key)?;
         if keys.at(i).is_some_and(|(_, e, ())| e.is_expired(now)) {
-            self.expire_held(db, hash, key);
+            if writing || !self.ks.expiry_paused(now) {
+                self.expire_held(db, hash, key);
+            }
             return None;
         }
         Some(i)
@@ -870,7 +900,7 @@ impl<'a> Keys<'a> {
         let hash = key_hash(key);
         let now = self.now;
         let tuning = self.ks.lfu_tuning();
-        let found = self.find_live(db, hash, key);
+        let found = self.find_live_for(db, hash, key, change);
         let shard = self.shard(hash);
         if change {
             shard.preserve_at(db, found);
@@ -1239,8 +1269,10 @@ impl<'a> Keys<'a> {
                 // shard before the command ends, so a DEL logged later could
                 // land after a newer write of the key. The logged absolute
                 // expiry removes the key on replay anyway.
-                for k in &expired {
-                    s.expire_if_needed(db, hash_key(k), k, now);
+                if !self.ks.expiry_paused(now) {
+                    for k in &expired {
+                        s.expire_if_needed(db, hash_key(k), k, now);
+                    }
                 }
                 next
             });
@@ -1579,6 +1611,38 @@ mod tests {
             seen.push((db, key.to_vec()))
         });
         assert_eq!(seen, vec![(0, b"d".to_vec())]);
+    }
+
+    #[test]
+    fn paused_expiry_hides_expired_keys_without_deleting_them() {
+        let ks = Keyspace::new(1, 4);
+        let mut k = ks.lock_all();
+        for key in [&b"a"[..], b"b", b"c"] {
+            k.set(0, key, s(b"v"));
+            k.set_expire(0, key, 1);
+        }
+        drop(k);
+        ks.pause_expiry_until(now_ms() + 60_000);
+        assert_eq!(
+            ks.active_expire_cycle(Duration::from_secs(1), &mut |_, _| {}),
+            0
+        );
+        let mut k = ks.lock_all();
+        assert!(k.get_read(0, b"a").is_none());
+        assert!(k.take_expired().is_empty());
+        drop(k);
+        assert_eq!(ks.db_sizes()[0].0, 3);
+        // A write still deletes the expired key it replaces.
+        ks.lock_all().set(0, b"b", s(b"new"));
+        assert_eq!(ks.db_sizes()[0].0, 3);
+        // Unpaused, reads and the sweep delete again.
+        ks.pause_expiry_until(0);
+        let mut k = ks.lock_all();
+        assert!(k.get_read(0, b"a").is_none());
+        assert_eq!(k.take_expired().len(), 1);
+        drop(k);
+        while ks.active_expire_cycle(Duration::from_secs(1), &mut |_, _| {}) > 0 {}
+        assert_eq!(ks.db_sizes()[0].0, 1);
     }
 
     #[test]

@@ -316,6 +316,8 @@ fn pause(ctx: &mut Ctx<'_>, args: Args<'_>) {
     };
     p.until_ms.store(end, Ordering::Release);
     p.mode.store(mode, Ordering::Release);
+    // As in Redis, a paused server expires nothing (in either mode).
+    ctx.server.keyspace.pause_expiry_until(end);
     ctx.out.ok();
 }
 
@@ -324,6 +326,7 @@ fn unpause(ctx: &mut Ctx<'_>, _args: Args<'_>) {
     let p = &ctx.server.pause;
     p.mode.store(0, Ordering::Release);
     p.until_ms.store(0, Ordering::Release);
+    ctx.server.keyspace.pause_expiry_until(0);
     ctx.server.wake_all();
     ctx.out.ok();
 }
