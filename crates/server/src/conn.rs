@@ -281,8 +281,7 @@ impl Conn {
                                     data,
                                     consumed,
                                     &hashes,
-                                    self.session.authenticated,
-                                    limits.max_bulk_len,
+                                    self.session.authenticated.then_some(limits.max_bulk_len),
                                 );
                                 // This command was looked at first.
                                 known = self.lookahead.take(data, consumed).and_then(|p| p.cmd);

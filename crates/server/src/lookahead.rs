@@ -15,7 +15,8 @@
 //! and table entry here ([`LookAhead::take`]), its keys' hashes in the
 //! store's [`hash_memo`]. Running the command then skips the parser, the
 //! name lookup and two of three key hashes (callgrind, pipelined GET:
-//! about a tenth of the worker's instructions per command).
+//! 2,229 -> 1,911 instructions per request; BENCHMARKS.md, issue 4,
+//! session 11).
 //!
 //! [`Keyspace::prefetch`]: vireo_store::Keyspace::prefetch
 //! [`hash_memo`]: vireo_store::hash_memo
@@ -61,6 +62,7 @@ struct Peeked {
 pub(crate) struct Parsed<'a> {
     /// The command's length in bytes.
     pub len: usize,
+    /// Its arguments, the name first.
     pub args: Args<'a>,
     /// `None` for a name the table does not know.
     pub cmd: Option<CmdRef>,
@@ -130,12 +132,12 @@ impl LookAhead {
     /// with no keys cost a peek and a name lookup. A lone key is not worth
     /// prefetching: nothing would overlap.
     ///
-    /// The commands are kept for [`LookAhead::take`] when `keep` (the
-    /// client is authenticated, so the parser's only limit is on bulk
-    /// lengths: `max_bulk`); their keys' hashes go to `memo`. The keys
+    /// The commands are kept for [`LookAhead::take`] when `keep` is the
+    /// parser's limit on bulk lengths (`None` for a client that is not
+    /// authenticated, whose commands the parser checks against stricter
+    /// limits); their keys' hashes go to `memo`. The keys
     /// are prefetched in database `db`, the session's before the batch: a
     /// SELECT inside the batch only makes the hint miss.
-    #[allow(clippy::too_many_arguments)]
     pub fn look<'buf>(
         &mut self,
         server: &Server,
@@ -143,8 +145,7 @@ impl LookAhead {
         data: &'buf [u8],
         from: usize,
         memo: &hash_memo::Scope<'buf>,
-        keep: bool,
-        max_bulk: usize,
+        keep: Option<usize>,
     ) -> usize {
         self.clear();
         let mut args = [(0, 0); PREFETCH_KEYS + 1];
@@ -153,7 +154,8 @@ impl LookAhead {
         let mut members = [(0u64, 0u64); PREFETCH_KEYS];
         let mut found_members = 0;
         let mut kept_args = 0;
-        let mut keeping = keep;
+        let mut keeping = keep.is_some();
+        let max_bulk = keep.unwrap_or(0);
         let mut at = from;
         for _ in 0..PREFETCH_COMMANDS {
             let Some((len, argc)) = vireo_resp::peek_command(&data[at..], &mut args) else {
@@ -238,7 +240,7 @@ mod tests {
     /// parses; returns where the commands it looked at end.
     fn look(la: &mut LookAhead, server: &Server, db: usize, input: &[u8]) -> usize {
         let memo = hash_memo::Scope::open(input);
-        la.look(server, db, input, 0, &memo, true, usize::MAX)
+        la.look(server, db, input, 0, &memo, Some(usize::MAX))
     }
 
     fn set(key: &str) -> String {
@@ -317,7 +319,7 @@ mod tests {
         );
         let data = input.as_bytes();
         let memo = hash_memo::Scope::open(data);
-        assert_eq!(la.look(&server, 0, data, 0, &memo, true, 512), data.len());
+        assert_eq!(la.look(&server, 0, data, 0, &memo, Some(512)), data.len());
         let got = taken(&mut la, data, 0);
         let mut parser = vireo_resp::Parser::new();
         let mut at = 0;
@@ -351,14 +353,14 @@ mod tests {
         let memo = hash_memo::Scope::open(data);
         // A bulk over the limit: the parser will answer for it and what
         // follows.
-        la.look(&server, 0, data, 0, &memo, true, 4);
+        la.look(&server, 0, data, 0, &memo, Some(4));
         assert_eq!(taken(&mut la, data, 0).len(), 1);
         // An unauthenticated client's commands are not kept at all.
-        la.look(&server, 0, data, 0, &memo, false, usize::MAX);
+        la.look(&server, 0, data, 0, &memo, None);
         assert!(taken(&mut la, data, 0).is_empty());
         // Asked for another offset than the next kept command's: all
         // forgotten.
-        la.look(&server, 0, data, 0, &memo, true, usize::MAX);
+        la.look(&server, 0, data, 0, &memo, Some(usize::MAX));
         assert!(la.take(data, 1).is_none());
         assert!(la.take(data, 0).is_none());
         // A command with more arguments than are kept ends what is kept.
@@ -366,7 +368,7 @@ mod tests {
         let input = format!("{}{}", set("k1"), wide.repeat(2));
         let data = input.as_bytes();
         let memo = hash_memo::Scope::open(data);
-        la.look(&server, 0, data, 0, &memo, true, usize::MAX);
+        la.look(&server, 0, data, 0, &memo, Some(usize::MAX));
         assert_eq!(taken(&mut la, data, 0).len(), 1);
     }
 
@@ -398,7 +400,7 @@ mod tests {
             let mut at = 0;
             while at < data.len() {
                 if at == 0 || at % 3 == 0 {
-                    la.look(&server, 0, &data, at, &memo, true, max_bulk);
+                    la.look(&server, 0, &data, at, &memo, Some(max_bulk));
                 }
                 let taken = la
                     .take(&data, at)
