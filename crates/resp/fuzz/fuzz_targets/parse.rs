@@ -8,12 +8,15 @@
 //! * consumed sizes stay within the buffer;
 //! * the sequence of commands and the final error are the same as when the
 //!   whole input is parsed at once (with default limits and inputs below the
-//!   inline limit, chunking must be invisible, as in Redis).
+//!   inline limit, chunking must be invisible, as in Redis);
+//! * wherever `peek_command` (the server's pipeline look-ahead, which runs
+//!   commands without the parser) claims a command, the parser under the
+//!   default limits finds that command there, with the same arguments.
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use vireo_resp::{parse_f64, parse_i64, OwnedArgs, ParseLimits, Parser};
+use vireo_resp::{parse_f64, parse_i64, peek_command, Args, OwnedArgs, ParseLimits, Parser};
 
 /// Commands parsed and the error that ended the stream, if any.
 type Outcome = (Vec<OwnedArgs>, Option<String>);
@@ -36,7 +39,17 @@ fn run(data: &[u8], sizes: &[u8], limits: &ParseLimits) -> Outcome {
         buf.extend_from_slice(&data[pos..end]);
         pos = end;
         loop {
-            match parser.parse(&buf, limits) {
+            let mut ranges = [(0, 0); 8];
+            let peeked = peek_command(&buf, &mut ranges);
+            let parsed = parser.parse(&buf, limits);
+            if let (Some((len, argc)), true) = (peeked, *limits == ParseLimits::default()) {
+                assert_eq!(parsed, Ok(Some(len)));
+                let args = parser.args(&buf);
+                assert_eq!(args.len(), argc);
+                let shown = Args::new(&buf, &ranges[..argc.min(8)]);
+                assert!(shown.iter().eq(args.iter().take(8)));
+            }
+            match parsed {
                 Ok(Some(n)) => {
                     assert!(n > 0 && n <= buf.len());
                     let args = parser.args(&buf);
