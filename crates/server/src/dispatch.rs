@@ -174,9 +174,7 @@ pub fn run(
 fn resolve(args: Args<'_>, known: Option<CmdRef>) -> Result<CmdRef, String> {
     let t = table();
     let name = args.get(0);
-    // A subcommand's own name (`CONFIG|GET`) is not a command, as in Redis.
-    let found = known.or_else(|| t.lookup(name));
-    let Some(mut cmd) = found.filter(|c| !c.spec.name.contains('|')) else {
+    let Some(mut cmd) = known.or_else(|| t.lookup(name)) else {
         let mut shown = String::new();
         for a in args.iter().skip(1) {
             if shown.len() >= 128 {

@@ -74,7 +74,7 @@ pub(crate) struct Parsed<'a> {
 ///
 /// [`Conn::process_input`]: crate::conn::Conn::process_input
 pub(crate) struct LookAhead {
-    peeked: [Option<Peeked>; PREFETCH_COMMANDS],
+    peeked: [Peeked; PREFETCH_COMMANDS],
     /// Peeked commands are `peeked[next..len]`.
     next: usize,
     len: usize,
@@ -86,7 +86,13 @@ impl LookAhead {
     /// An empty look-ahead.
     pub fn new() -> Self {
         LookAhead {
-            peeked: [None; PREFETCH_COMMANDS],
+            peeked: [Peeked {
+                at: 0,
+                len: 0,
+                cmd: None,
+                first: 0,
+                count: 0,
+            }; PREFETCH_COMMANDS],
             next: 0,
             len: 0,
             ranges: [(0, 0); KEPT_ARGS],
@@ -103,8 +109,7 @@ impl LookAhead {
     /// taken from the look-ahead; `None` (and the rest forgotten) if the
     /// next one parsed ahead does not start there.
     pub fn take<'a>(&'a mut self, data: &'a [u8], at: usize) -> Option<Parsed<'a>> {
-        let p = self.peeked[self.next..self.len].first().copied().flatten();
-        match p {
+        match self.peeked[..self.len].get(self.next).copied() {
             Some(p) if p.at == at => {
                 self.next += 1;
                 Some(Parsed {
@@ -209,13 +214,13 @@ impl LookAhead {
                 && args.iter().all(|&(s, e)| e - s <= max_bulk);
             if keeping {
                 self.ranges[kept_args..kept_args + argc].copy_from_slice(args);
-                self.peeked[self.len] = Some(Peeked {
+                self.peeked[self.len] = Peeked {
                     at,
                     len,
                     cmd,
                     first: kept_args,
                     count: argc,
-                });
+                };
                 self.len += 1;
                 kept_args += argc;
             }

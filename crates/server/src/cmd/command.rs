@@ -73,7 +73,7 @@ fn info(ctx: &mut Ctx<'_>, args: Args<'_>) {
     }
     ctx.out.array(args.len() - 2);
     for name in args.iter().skip(2) {
-        match table().lookup(name) {
+        match table().lookup_full(name) {
             Some(c) => write_info(ctx.out, c.spec),
             None => ctx.out.null(),
         }
@@ -88,7 +88,7 @@ fn docs_cmd(ctx: &mut Ctx<'_>, args: Args<'_>) {
     } else {
         args.iter()
             .skip(2)
-            .filter_map(|n| table().lookup(n))
+            .filter_map(|n| table().lookup_full(n))
             .map(|c| c.spec)
             .collect()
     };
@@ -488,15 +488,18 @@ fn write_args(out: &mut ReplyBuf, args: &[ArgDoc]) {
 fn reply_keys(out: &mut ReplyBuf, args: Args<'_>, with_flags: bool) {
     let line: Vec<&[u8]> = args.iter().skip(2).collect();
     let t = table();
-    // Only top-level names: `config|get` is spelled `config get` here.
-    let base = line.first().filter(|name| !name.contains(&b'|'));
-    let cmd = base.and_then(|name| t.lookup(name)).and_then(|base| {
-        if base.spec.subcommands.is_empty() || line.len() == 1 {
-            Some(base)
-        } else {
-            t.lookup_sub(base.spec, line[1])
-        }
-    });
+    // Only top-level names (`lookup`): `config|get` is spelled `config get`
+    // here.
+    let cmd = line
+        .first()
+        .and_then(|name| t.lookup(name))
+        .and_then(|base| {
+            if base.spec.subcommands.is_empty() || line.len() == 1 {
+                Some(base)
+            } else {
+                t.lookup_sub(base.spec, line[1])
+            }
+        });
     let Some(cmd) = cmd else {
         return out.error("ERR Invalid command specified");
     };

@@ -351,7 +351,10 @@ impl Table {
         assert!(prev.is_none(), "command {} defined twice", spec.name);
     }
 
-    /// Looks a command up by name, case-insensitively.
+    /// Looks a command up by the name a client sends, case-insensitively.
+    /// A subcommand's own name (`config|get`) is none, as in Redis: it is
+    /// reached through its container ([`Table::lookup_sub`]) or by
+    /// [`Table::lookup_full`].
     pub fn lookup(&self, name: &[u8]) -> Option<CmdRef> {
         let table = self as *const Table as usize;
         let packed = packed_name(name);
@@ -364,19 +367,21 @@ impl Table {
             RECENT_LOOKUPS.set([recent[1], recent[0]]);
             return Some(cmd);
         }
-        let mut buf = [0u8; 32];
-        if name.len() > buf.len() {
+        if name.contains(&b'|') {
             return None;
         }
-        let lower = &mut buf[..name.len()];
-        lower.copy_from_slice(name);
-        lower.make_ascii_lowercase();
-        let s = std::str::from_utf8(lower).ok()?;
-        let found = self.by_name.get(s).copied()?;
+        let found = self.find(name)?;
         if let Some(packed) = packed {
             RECENT_LOOKUPS.set([Some((table, packed, found)), recent[0]]);
         }
         Some(found)
+    }
+
+    /// A command or subcommand by its full name (`get`, `config|get`),
+    /// case-insensitively: what COMMAND INFO, COMMAND DOCS and LATENCY
+    /// HISTOGRAM accept.
+    pub fn lookup_full(&self, name: &[u8]) -> Option<CmdRef> {
+        self.find(name)
     }
 
     /// Looks up `parent|sub` for a container command.
@@ -385,7 +390,21 @@ impl Table {
         name.extend_from_slice(parent.name.as_bytes());
         name.push(b'|');
         name.extend_from_slice(sub);
-        self.lookup(&name)
+        self.find(&name)
+    }
+
+    /// The table's entry for `name` (any case), without the recent-lookup
+    /// cache.
+    fn find(&self, name: &[u8]) -> Option<CmdRef> {
+        let mut buf = [0u8; 32];
+        if name.len() > buf.len() {
+            return None;
+        }
+        let lower = &mut buf[..name.len()];
+        lower.copy_from_slice(name);
+        lower.make_ascii_lowercase();
+        let s = std::str::from_utf8(lower).ok()?;
+        self.by_name.get(s).copied()
     }
 
     /// Top-level commands (no subcommands), in table order.
@@ -542,6 +561,14 @@ mod tests {
         assert!(t.lookup(b"nosuchcommand").is_none());
         let cfg = t.lookup(b"config").unwrap().spec;
         assert_eq!(t.lookup_sub(cfg, b"GET").unwrap().spec.name, "config|get");
+        // A subcommand's full name is not a command a client can send,
+        // whether or not it was looked up just before.
+        assert!(t.lookup(b"config|get").is_none());
+        assert_eq!(
+            t.lookup_full(b"CONFIG|GET").unwrap().spec.name,
+            "config|get"
+        );
+        assert_eq!(t.lookup_full(b"get").unwrap().spec.name, "get");
     }
 
     #[test]

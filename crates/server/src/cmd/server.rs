@@ -824,7 +824,7 @@ fn latency_histogram(ctx: &mut Ctx<'_>, args: Args<'_>) {
         ids.extend(0..t.all.len());
     } else {
         for name in args.iter().skip(2) {
-            let Some(c) = t.lookup(name) else {
+            let Some(c) = t.lookup_full(name) else {
                 continue;
             };
             ids.push(c.id);
@@ -832,7 +832,7 @@ fn latency_histogram(ctx: &mut Ctx<'_>, args: Args<'_>) {
                 c.spec
                     .subcommands
                     .iter()
-                    .filter_map(|s| t.lookup(s.name.as_bytes()))
+                    .filter_map(|s| t.lookup_full(s.name.as_bytes()))
                     .map(|s| s.id),
             );
         }
