@@ -307,9 +307,31 @@ impl Shape {
 ///
 /// An entry made by [`Entry::new`] has an empty key until the keyspace
 /// stores it under one; entries handed out of the keyspace keep theirs.
+///
+/// The handle also carries bits that belong to the key table holding it
+/// ([`crate::key_table`]): a 16-bit tag of the key's hash in the address's
+/// unused top bits and the snapshot mark in its alignment bit. They let the
+/// table keep one word per key and reject non-matching keys without
+/// reading their blocks. The entry's own operations ignore and keep them,
+/// including those that move it to a new block.
 pub struct Entry {
     block: NonNull<u8>,
 }
+
+/// The handle bits that are the block's address: blocks are 8-aligned and
+/// user-space addresses fit in 48 bits on the 64-bit targets we build for
+/// (x86_64 and aarch64 Linux hand out addresses above 2^47 only to a
+/// `mmap` that asks for them), which [`Entry::build`] checks.
+const ADDR_BITS: usize = ((1 << 48) - 1) & !(BLOCK_ALIGN - 1);
+/// Where the key table's tag sits in the handle.
+const TAG_SHIFT: u32 = 48;
+/// The snapshot mark's bit in the handle.
+const MARK_BIT: usize = 1;
+
+const _: () = assert!(
+    usize::BITS == 64,
+    "entry handles pack table bits above 48-bit addresses"
+);
 
 // SAFETY: an Entry exclusively owns its block (like a Box), and the Value
 // it may hold is Send and Sync.
@@ -318,10 +340,66 @@ unsafe impl Send for Entry {}
 unsafe impl Sync for Entry {}
 
 impl Entry {
+    /// The block's address, without the key table's bits.
+    #[inline]
+    fn ptr(&self) -> *mut u8 {
+        self.block.as_ptr().map_addr(|a| a & ADDR_BITS)
+    }
+
+    /// The handle bits that are not the address.
+    #[inline]
+    fn table_bits(&self) -> usize {
+        self.block.as_ptr().addr() & !ADDR_BITS
+    }
+
+    /// Replaces the handle bits that are not the address with `bits`.
+    #[inline]
+    fn set_table_bits(&mut self, bits: usize) {
+        let p = self.ptr().map_addr(|a| a | (bits & !ADDR_BITS));
+        // The address part is a live block's, never zero.
+        self.block = NonNull::new(p).unwrap_or(self.block);
+    }
+
+    /// The hash tag the key table stored with this entry (0: none).
+    #[inline]
+    pub(crate) fn table_tag(&self) -> u32 {
+        (self.block.as_ptr().addr() >> TAG_SHIFT) as u32
+    }
+
+    /// Stores the key table's hash tag (16 bits) with the entry.
+    #[inline]
+    pub(crate) fn set_table_tag(&mut self, tag: u32) {
+        debug_assert!(tag <= u32::from(u16::MAX));
+        let mark = self.table_bits() & MARK_BIT;
+        self.set_table_bits(((tag as usize) << TAG_SHIFT) | mark);
+    }
+
+    /// The snapshot mark the key table keeps with the entry.
+    #[inline]
+    pub(crate) fn is_marked(&self) -> bool {
+        self.table_bits() & MARK_BIT != 0
+    }
+
+    /// Sets or clears the snapshot mark.
+    #[inline]
+    pub(crate) fn set_marked(&mut self, on: bool) {
+        let bits = self.table_bits() & !MARK_BIT;
+        self.set_table_bits(bits | if on { MARK_BIT } else { 0 });
+    }
+
+    /// Puts `fresh` in this entry's place, keeping the key table's bits
+    /// with the place; returns the entry that was there (without them).
+    pub(crate) fn replace_keeping_table_bits(&mut self, mut fresh: Entry) -> Entry {
+        fresh.set_table_bits(self.table_bits());
+        let mut old = std::mem::replace(self, fresh);
+        old.set_table_bits(0);
+        old
+    }
+
     /// Starts loading the entry's header and key into the cache, for a
     /// caller about to read several scattered entries (eviction sampling).
     pub(crate) fn prefetch(&self) {
-        crate::dict::prefetch_read(self.block.as_ptr());
+        crate::dict::prefetch_read(self.ptr());
     }
 
     /// Starts loading level `depth` of where a member hashed to `hash`
@@ -393,7 +471,7 @@ impl Entry {
         // them and the new ones are exactly as long; `&mut self` is
         // exclusive.
         unsafe {
-            let p = self.block.as_ptr();
+            let p = self.ptr();
             if expire != 0 {
                 p.add(HEADER).cast::<u64>().write_unaligned(expire);
             }
@@ -432,6 +510,10 @@ impl Entry {
         let Some(block) = NonNull::new(raw) else {
             alloc::handle_alloc_error(layout)
         };
+        assert!(
+            raw.addr() & !ADDR_BITS == 0,
+            "entry block at {raw:p}, beyond the 48-bit addresses entry handles assume"
+        );
         // SAFETY: every write below stays inside the `shape.size()` bytes
         // just allocated, at the offsets `Shape` computes; the block is
         // 8-aligned and the header and Value offsets are multiples of 4 and
@@ -461,7 +543,7 @@ impl Entry {
     #[inline]
     fn flags(&self) -> u8 {
         // SAFETY: every block has its 4-byte header.
-        unsafe { *self.block.as_ptr().add(FLAGS_AT) }
+        unsafe { *self.ptr().add(FLAGS_AT) }
     }
 
     /// The key's offset and length.
@@ -480,7 +562,7 @@ impl Entry {
         }
         // SAFETY: a key of KEY_LEN_INLINE bytes or more has its length as a
         // varint at the key offset, which `build` wrote.
-        let (len, n) = unsafe { read_varint(self.block.as_ptr().add(at)) };
+        let (len, n) = unsafe { read_varint(self.ptr().add(at)) };
         (at + n, len as usize)
     }
 
@@ -501,7 +583,7 @@ impl Entry {
         // SAFETY: for the embedded and int kinds `build` wrote a varint
         // after the key.
         unsafe {
-            let p = self.block.as_ptr();
+            let p = self.ptr();
             let kind = flags & KIND_MASK;
             if kind != KIND_OBJ {
                 let (v, n) = read_varint(p.add(shape.tail_offset()));
@@ -513,7 +595,7 @@ impl Entry {
 
     fn meta(&self) -> Meta {
         // SAFETY: the header is at the (8-aligned) start of every block.
-        Meta(unsafe { self.block.as_ptr().cast::<u32>().read() } & CLOCK_MASK)
+        Meta(unsafe { self.ptr().cast::<u32>().read() } & CLOCK_MASK)
     }
 
     /// The access clock and whether it is still to be stamped, for a
@@ -527,8 +609,7 @@ impl Entry {
         let flags = self.flags() & !UNSTAMPED;
         // SAFETY: as in `meta`; `&mut self` means no one else reads it.
         unsafe {
-            self.block
-                .as_ptr()
+            self.ptr()
                 .cast::<u32>()
                 .write((m.0 & CLOCK_MASK) | (u32::from(flags) << 24));
         }
@@ -540,7 +621,7 @@ impl Entry {
         let (at, len) = self.key_span();
         // SAFETY: `build` wrote the key's bytes there; they live as long as
         // the block, which `&self` borrows.
-        unsafe { std::slice::from_raw_parts(self.block.as_ptr().add(at), len) }
+        unsafe { std::slice::from_raw_parts(self.ptr().add(at), len) }
     }
 
     /// The value, borrowed.
@@ -555,7 +636,7 @@ impl Entry {
         // string's length and bytes); the borrow of `self` keeps the block
         // alive.
         unsafe {
-            let p = self.block.as_ptr();
+            let p = self.ptr();
             if shape.kind() == KIND_OBJ {
                 return (*p.add(shape.word_offset()).cast::<Value>()).as_ref();
             }
@@ -593,7 +674,7 @@ impl Entry {
         .word_offset();
         // SAFETY: the block now holds a Value at the word offset; `&mut
         // self` makes this the only reference to it, for as long as it lives.
-        unsafe { &mut *self.block.as_ptr().add(word).cast::<Value>() }
+        unsafe { &mut *self.ptr().add(word).cast::<Value>() }
     }
 
     /// The value as a mutable [`Value`] when it is stored as one (every
@@ -624,7 +705,7 @@ impl Entry {
                 // SAFETY: the int kind ends with the value's varint, which
                 // the new one exactly replaces; `&mut self` is exclusive.
                 // (INCR's path: no new block.)
-                unsafe { write_varint(self.block.as_ptr().add(shape.tail_offset()), z) };
+                unsafe { write_varint(self.ptr().add(shape.tail_offset()), z) };
                 return;
             }
         }
@@ -645,7 +726,7 @@ impl Entry {
         // offset; it is moved out exactly once and the block is then freed
         // without dropping it again (`this` is never dropped).
         unsafe {
-            let p = this.block.as_ptr();
+            let p = this.ptr();
             let value = p.add(shape.word_offset()).cast::<Value>().read();
             alloc::dealloc(p, shape.layout());
             value
@@ -666,7 +747,7 @@ impl Entry {
     /// value (if an object) is dropped.
     fn rebuild(&mut self, expire: u64, payload: Payload) {
         let fresh = Self::build(self.meta_state(), expire, self.key(), payload);
-        *self = fresh;
+        self.replace_keeping_table_bits(fresh);
     }
 
     /// The same value in a new block with another expiry or (given) key;
@@ -691,7 +772,7 @@ impl Entry {
         // `build` only aborts on allocation failure, so the value cannot be
         // dropped twice by an unwind.
         unsafe {
-            let p = this.block.as_ptr();
+            let p = this.ptr();
             let value = p.add(shape.word_offset()).cast::<Value>().read();
             let key = new_key.unwrap_or(this.key());
             let fresh = Self::build(meta, expire, key, Payload::Obj(value));
@@ -707,13 +788,7 @@ impl Entry {
             return 0;
         }
         // SAFETY: with HAS_TTL the 8 bytes after the header are the expiry.
-        unsafe {
-            self.block
-                .as_ptr()
-                .add(HEADER)
-                .cast::<u64>()
-                .read_unaligned()
-        }
+        unsafe { self.ptr().add(HEADER).cast::<u64>().read_unaligned() }
     }
 
     /// Sets (or, with 0, removes) the absolute expiry in Unix ms.
@@ -721,20 +796,16 @@ impl Entry {
         let has = self.flags() & HAS_TTL != 0;
         if has && at != 0 {
             // SAFETY: as in `expire_raw`; `&mut self` is exclusive.
-            unsafe {
-                self.block
-                    .as_ptr()
-                    .add(HEADER)
-                    .cast::<u64>()
-                    .write_unaligned(at)
-            };
+            unsafe { self.ptr().add(HEADER).cast::<u64>().write_unaligned(at) };
             return;
         }
         if has || at != 0 {
+            let bits = self.table_bits();
             // SAFETY: `relayout` consumes the entry read here and returns
             // a new one that is written back before anything else can
             // observe `self`; it cannot unwind (see `relayout`).
             unsafe { ptr::write(self, ptr::read(self).relayout(at, None)) }
+            self.set_table_bits(bits);
         }
     }
 
@@ -767,7 +838,7 @@ impl Entry {
             return shape.size();
         }
         // SAFETY: the object kind holds a Value at the word offset.
-        let value = unsafe { &*self.block.as_ptr().add(shape.word_offset()).cast::<Value>() };
+        let value = unsafe { &*self.ptr().add(shape.word_offset()).cast::<Value>() };
         shape.size() + value.heap_bytes()
     }
 
@@ -887,7 +958,7 @@ impl Drop for Entry {
         // layout; an object value is initialised and dropped exactly once
         // here (`into_value` and `relayout` skip this by not dropping).
         unsafe {
-            let p = self.block.as_ptr();
+            let p = self.ptr();
             if shape.kind() == KIND_OBJ {
                 ptr::drop_in_place(p.add(shape.word_offset()).cast::<Value>());
             }

@@ -104,7 +104,7 @@ pub const POOL_SIZE: usize = 16;
 /// `maxmemory-samples` keys per database at once, and the evictions after
 /// it take the pool's best without sampling again, so each evicted key
 /// still costs `maxmemory-samples` samples, as in Redis. The picks of a
-/// round wait on their cache misses together (`Dict::sample`), so a round
+/// round wait on their cache misses together (`KeyTable::sample`), so a round
 /// of 15 costs about what a round of 5 did: the sampling misses were most
 /// of eviction's time.
 const EVICTIONS_PER_ROUND: usize = 3;
@@ -225,7 +225,7 @@ impl EvictionPool {
 }
 
 /// An entry picked for eviction ahead of time, by where it was: shard,
-/// database and position in the table's arena.
+/// database and position in the key table.
 type Pick = (usize, usize, usize);
 
 /// A key taken out of the keyspace by eviction; dropping it frees the value
@@ -310,8 +310,8 @@ impl Keyspace {
                 let qualifies = !policy.volatile_only()
                     || shard.dbs[c.db]
                         .keys
-                        .get_key_value(hash, &c.key)
-                        .is_some_and(|(e, ())| e.expire_at().is_some());
+                        .get(hash, &c.key)
+                        .is_some_and(|e| e.expire_at().is_some());
                 if !qualifies {
                     continue;
                 }
@@ -353,7 +353,7 @@ impl Keyspace {
                         continue;
                     }
                     table.volatile.sample(&mut pool.rng, samples, |hash| {
-                        table.keys.with_hash(hash, |e, ()| {
+                        table.keys.with_hash(hash, |e| {
                             if e.expire_at().is_some() {
                                 let score = policy.score(e, now, decay);
                                 pool.cands.offer(score, (i, db), e.key());
@@ -363,7 +363,7 @@ impl Keyspace {
                 } else if !table.keys.is_empty() {
                     table
                         .keys
-                        .sample(&mut pool.rng, samples, Entry::prefetch, |e, ()| {
+                        .sample(&mut pool.rng, samples, Entry::prefetch, |e| {
                             pool.cands
                                 .offer(policy.score(e, now, decay), (i, db), e.key());
                         });
@@ -394,7 +394,7 @@ impl Keyspace {
                 let key = if policy.volatile_only() {
                     let mut key = None;
                     if let Some(hash) = table.volatile.random(&mut pool.rng) {
-                        table.keys.with_hash(hash, |e, ()| {
+                        table.keys.with_hash(hash, |e| {
                             if key.is_none() && e.expire_at().is_some() {
                                 key = Some(Key::from(e.key()));
                             }
@@ -402,7 +402,7 @@ impl Keyspace {
                     }
                     key
                 } else {
-                    (table.keys.random_entry(&mut pool.rng)).map(|(e, ())| Key::from(e.key()))
+                    (table.keys.random_entry(&mut pool.rng)).map(|e| Key::from(e.key()))
                 };
                 if let Some(key) = key {
                     evicted = shard.evict(db, hash_key(&key), key, on_evicted);
@@ -427,7 +427,7 @@ impl Keyspace {
         if db >= shard.dbs.len() {
             return None;
         }
-        let key = Key::from(shard.dbs[db].keys.at(at)?.1.key());
+        let key = Key::from(shard.dbs[db].keys.at(at)?.key());
         shard.evict(db, hash_key(&key), key, on_evicted)
     }
 
@@ -441,7 +441,7 @@ impl Keyspace {
     fn prepick_random(&self, pool: &mut EvictionPool) {
         if let Some((i, db, at)) = pool.random_pending.take() {
             if let Some(shard) = self.try_lock_shard(i) {
-                if let Some((_, entry, ())) = (db < shard.dbs.len())
+                if let Some(entry) = (db < shard.dbs.len())
                     .then(|| shard.dbs[db].keys.at(at))
                     .flatten()
                 {
@@ -462,7 +462,9 @@ impl Keyspace {
         else {
             return;
         };
-        let at = pool.rng.usize(..table.keys.len());
+        let Some(at) = table.keys.random_position(&mut pool.rng) else {
+            return;
+        };
         table.keys.prefetch_at(at);
         pool.random_pending = Some((i, db, at));
     }

@@ -22,16 +22,17 @@ use parking_lot::{Mutex, MutexGuard};
 use smallvec::SmallVec;
 
 use crate::clock::{command_now_ms, now_ms};
-use crate::dict::{hash_key, Dict};
+use crate::dict::hash_key;
 pub use crate::entry::Entry;
 use crate::hash_memo::key_hash;
+use crate::key_table::KeyTable;
 use crate::snapshot::Pending;
 use crate::ttl_index::TtlIndex;
 use crate::value::{Value, ValueRef};
 
 /// Levels a prefetch loads inside a table, one per pass over a batch:
-/// bucket, slot, then what the slot's key points to.
-const PREFETCH_DEPTHS: u8 = 3;
+/// the home slot, then what the slot's entry points to.
+const PREFETCH_DEPTHS: u8 = 2;
 
 /// A key as stored: an owned byte string.
 pub type Key = Box<[u8]>;
@@ -139,7 +140,7 @@ impl std::ops::AddAssign for ShardStats {
 #[derive(Default)]
 #[repr(C)]
 pub(crate) struct DbTable {
-    pub(crate) keys: Dict<Entry, ()>,
+    pub(crate) keys: KeyTable,
     /// The keys that have a TTL, for active expiry and eviction sampling.
     pub(crate) volatile: TtlIndex,
     /// Where the active expiry cycle resumes its scan of `volatile`.
@@ -148,7 +149,7 @@ pub(crate) struct DbTable {
 
 impl DbTable {
     fn remove(&mut self, hash: u64, key: &[u8]) -> Option<Entry> {
-        let (entry, ()) = self.keys.remove(hash, key)?;
+        let entry = self.keys.remove(hash, key)?;
         if entry.expire_at().is_some() {
             self.volatile.remove(hash);
         }
@@ -266,7 +267,6 @@ impl Shard {
             // One lookup for both: the removal does its own.
             let found = self.dbs[db].keys.position(hash, key);
             self.preserve_at(db, found);
-            self.keep_entry_moving_behind_walk(db, found);
         }
         self.dbs[db].remove(hash, key)
     }
@@ -290,10 +290,7 @@ impl Shard {
     fn signal_existing(&self, dbs: &[usize]) {
         for (key, list) in self.watchers.iter().flat_map(|w| w.iter()) {
             let hash = key_hash(key);
-            if !dbs
-                .iter()
-                .any(|&d| self.dbs[d].keys.contains_key(hash, key))
-            {
+            if !dbs.iter().any(|&d| self.dbs[d].keys.contains(hash, key)) {
                 continue;
             }
             for (wdb, flag) in list {
@@ -306,8 +303,8 @@ impl Shard {
 
     /// Deletes `key` if its TTL passed; true if it did.
     fn expire_if_needed(&mut self, db: usize, hash: u64, key: &[u8], now: u64) -> bool {
-        let expired = match self.dbs[db].keys.get_key_value(hash, key) {
-            Some((e, ())) => e.is_expired(now),
+        let expired = match self.dbs[db].keys.get(hash, key) {
+            Some(e) => e.is_expired(now),
             None => return false,
         };
         if expired {
@@ -460,7 +457,7 @@ impl Keyspace {
     /// Starts loading the memory lookups of the keys with these hashes
     /// in database `db` will read, for a worker about to run a batch of
     /// pipelined commands: the shards (lock word and table header), then
-    /// the buckets, the chains' first entry slots and the entries. Each
+    /// the keys' home slots in the key tables, then the entries. Each
     /// level needs the one before it in cache, so every key gets a level
     /// before any key gets the next, and the batch's cache misses overlap
     /// instead of queueing one command after the other. A hint only: a
@@ -495,8 +492,8 @@ impl Keyspace {
                 }
                 let mut deeper = false;
                 self.with_table_if_free(db, key, |keys| {
-                    // Depth 2 of the key table reaches the key's entry.
-                    keys.prefetch(key, 2, |entry: &Entry| {
+                    // Depth 1 of the key table reaches the key's entry.
+                    keys.prefetch(key, 1, |entry: &Entry| {
                         deeper = entry.prefetch_member(member, depth);
                     })
                 });
@@ -510,7 +507,7 @@ impl Keyspace {
     /// Runs `f` on `db`'s key table in the shard of `hash`, unless someone
     /// holds that shard (a prefetch never waits) or there is no such
     /// database.
-    fn with_table_if_free(&self, db: usize, hash: u64, f: impl FnOnce(&Dict<Entry, ()>)) {
+    fn with_table_if_free(&self, db: usize, hash: u64, f: impl FnOnce(&KeyTable)) {
         if let Some(shard) = self.shards[self.shard_of_hash(hash)].try_lock() {
             if db < shard.dbs.len() {
                 f(&shard.dbs[db].keys);
@@ -686,7 +683,7 @@ fn expire_sample(
     let mut sampled = 0;
     let keys = &table.keys;
     table.expire_cursor = table.volatile.scan(table.expire_cursor, n, |hash| {
-        keys.with_hash(hash, |e, ()| {
+        keys.with_hash(hash, |e| {
             if e.expire_at().is_some() {
                 sampled += 1;
                 if e.is_expired(now) {
@@ -755,10 +752,10 @@ impl<'a> Keys<'a> {
         std::mem::take(&mut self.expired)
     }
 
-    /// The arena position of `key` in its (held) shard, found with one walk
-    /// of its bucket chain; None when absent, or when its TTL passed, in
-    /// which case it is deleted and recorded (the rare case walks again).
-    /// Positions stay valid until an entry is removed from the table.
+    /// The key table position of `key` in its (held) shard, found with one
+    /// probe; None when absent, or when its TTL passed, in which case it is
+    /// deleted and recorded (the rare case looks again). Positions stay
+    /// valid until the table next changes.
     fn find_live(&mut self, db: usize, hash: u64, key: &[u8]) -> Option<usize> {
         self.find_live_for(db, hash, key, true)
     }
@@ -769,7 +766,7 @@ impl<'a> Keys<'a> {
         let now = self.now;
         let keys = &self.shard(hash).dbs[db].keys;
         let i = keys.position(hash, key)?;
-        if keys.at(i).is_some_and(|(_, e, ())| e.is_expired(now)) {
+        if keys.at(i).is_some_and(|e| e.is_expired(now)) {
             if writing || !self.ks.expiry_paused(now) {
                 self.expire_held(db, hash, key);
             }
@@ -905,7 +902,7 @@ impl<'a> Keys<'a> {
         if change {
             shard.preserve_at(db, found);
         }
-        let entry = found.and_then(|i| shard.dbs[db].keys.key_at_mut(i));
+        let entry = found.and_then(|i| shard.dbs[db].keys.at_mut(i));
         if stats {
             match entry {
                 Some(_) => shard.stats.keyspace_hits += 1,
@@ -949,8 +946,7 @@ impl<'a> Keys<'a> {
         };
         shard.dbs[db]
             .keys
-            .get_key_value(hash, key)
-            .map(|(e, ())| e)
+            .get(hash, key)
             .filter(|e| !e.is_expired(self.now))
     }
 
@@ -998,7 +994,7 @@ impl<'a> Keys<'a> {
         self.shard(hash).preserve_at(db, found);
         if let Some(i) = found {
             let (now, tuning) = (self.now, self.ks.lfu_tuning());
-            let entry = self.shard(hash).dbs[db].keys.key_at_mut(i);
+            let entry = self.shard(hash).dbs[db].keys.at_mut(i);
             if entry.is_some_and(|e| e.overwrite_str(bytes, expire_at, now, tuning)) {
                 return true;
             }
@@ -1017,7 +1013,7 @@ impl<'a> Keys<'a> {
             Some(e) => {
                 let mut fresh = Entry::with_key_value(key, value, e.expire_at());
                 fresh.stamp_new(now, Some(e), tuning);
-                std::mem::replace(e, fresh)
+                e.replace_keeping_table_bits(fresh)
             }
             None => return self.set_entry(db, key, Entry::with_key_value(key, value, None)),
         };
@@ -1074,14 +1070,14 @@ impl<'a> Keys<'a> {
         let table = &mut shard.dbs[db];
         let new_ttl = entry.expire_at().is_some();
         let mut added_at = None;
-        let old = match found.and_then(|i| table.keys.key_at_mut(i)) {
-            Some(slot) => {
-                entry.stamp_new(now, Some(slot), tuning);
-                Some(std::mem::replace(slot, entry))
+        let old = match found.filter(|&i| table.keys.at(i).is_some()) {
+            Some(i) => {
+                entry.stamp_new(now, table.keys.at(i), tuning);
+                table.keys.replace_at(i, entry)
             }
             None => {
                 entry.stamp_new(now, None, tuning);
-                added_at = Some(table.keys.insert_absent(hash, entry, ()));
+                added_at = Some(table.keys.insert_absent(hash, entry));
                 None
             }
         };
@@ -1167,8 +1163,8 @@ impl<'a> Keys<'a> {
         let now = self.now;
         self.shard(hash).dbs[db]
             .keys
-            .get_key_value(hash, key)
-            .is_some_and(|(e, ())| e.is_expired(now))
+            .get(hash, key)
+            .is_some_and(|e| e.is_expired(now))
     }
 
     /// Tells clients WATCHing `key` in `db` that it changed.
@@ -1229,7 +1225,7 @@ impl<'a> Keys<'a> {
         let now = self.now;
         for i in 0..self.ks.shard_count() {
             self.with_shard(i, |s| {
-                for (e, ()) in s.dbs[db].keys.iter() {
+                for e in s.dbs[db].keys.iter() {
                     if !e.is_expired(now) {
                         f(e.key(), e);
                     }
@@ -1257,7 +1253,7 @@ impl<'a> Keys<'a> {
             let mut expired = Vec::new();
             inner = self.with_shard(shard, |s| {
                 let table = &s.dbs[db];
-                let next = table.keys.scan(inner, count.max(1) - emitted, |e, ()| {
+                let next = table.keys.scan(inner, count.max(1) - emitted, |e| {
                     if e.is_expired(now) {
                         expired.push(Key::from(e.key()));
                     } else {
@@ -1308,10 +1304,7 @@ impl<'a> Keys<'a> {
             }
             let idx = chosen?;
             let key = self.with_shard(idx, |s| {
-                s.dbs[db]
-                    .keys
-                    .random_entry(rng)
-                    .map(|(e, ())| Key::from(e.key()))
+                s.dbs[db].keys.random_entry(rng).map(|e| Key::from(e.key()))
             })?;
             if self.contains(db, &key) {
                 return Some(key);
@@ -1369,7 +1362,7 @@ mod tests {
                     "table header",
                     end_of(
                         &shard.dbs[0].keys as *const _ as usize,
-                        size_of::<Dict<Entry, ()>>(),
+                        size_of::<KeyTable>(),
                     ),
                 ),
                 (
@@ -1557,10 +1550,7 @@ mod tests {
                 .map(|i| {
                     let s = ks.shards[i].lock();
                     let t = &s.dbs[0];
-                    t.keys
-                        .iter()
-                        .filter(|(e, ())| e.is_expired(now_ms()))
-                        .count()
+                    t.keys.iter().filter(|e| e.is_expired(now_ms())).count()
                 })
                 .sum();
             assert_eq!(ks.db_sizes()[0].1, with_ttl + pending, "round {round}");

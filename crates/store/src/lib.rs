@@ -12,6 +12,7 @@ pub mod evict;
 pub mod glob;
 pub mod hash;
 pub mod hash_memo;
+mod key_table;
 pub mod keyspace;
 pub mod list;
 mod open_table;

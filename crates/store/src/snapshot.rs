@@ -23,17 +23,18 @@
 //!    and SWAPDB, which would have to write out whole tables, finish their
 //!    shards' walks first.
 //!
-//! Storage order is followed rather than the `SCAN` cursor because it reads
-//! memory sequentially: walking in bucket order took most of the driver's
-//! time under a write load (`perf`: `Dict::scan` was 31% of all samples).
-//! An entry only moves when another is removed (the table's last entry
-//! fills the hole); when that carries an entry from ahead of the walk to
-//! behind it, it is written out like a changed one, and otherwise its mark
-//! moves with it. The order of keys in the output does not matter for RDB
-//! or AOF. Extra memory is the serialized cut versions of the keys changed
-//! ahead of the walk and the output not yet written to the file.
-//! (Session 7 moved the marks from a bitmap per table, whose load was a
-//! cache miss on most writes, into the slots.)
+//! The walk follows the key table's tag cursor
+//! ([`crate::key_table::KeyTable::walk`]), which is also storage order, so
+//! it reads memory sequentially (walking the old chained table in bucket
+//! order took most of the driver's time under a write load). Whether a key
+//! is behind the walk depends on its tag alone, so insertions, removals and
+//! resizes, which move entries between slots, never carry one across the
+//! walk; its mark moves with it. The order of keys in the output does not
+//! matter for RDB or AOF. Extra memory is the serialized cut versions of the
+//! keys changed ahead of the walk and the output not yet written to the
+//! file. (Session 7 moved the marks from a bitmap per table, whose load was
+//! a cache miss on most writes, into the slots; session 12 into the entry
+//! handles the slots are.)
 //!
 //! (Until session 6 the cut versions were kept as copies of the entries
 //! in a table of their keys: under a write load over 10M small keys,
@@ -109,7 +110,7 @@ impl Sink {
 ///
 /// The entries ahead of the walk that it must pass over (their cut version
 /// is out already, or they did not exist at the cut) carry their key
-/// table's mark ([`crate::dict::Dict::set_marked`]). Invariant: only
+/// table's mark ([`crate::key_table::KeyTable::set_marked`]). Invariant: only
 /// entries ahead of the walk are marked, and the walk clears each mark it
 /// passes, so no mark outlives the snapshot.
 pub(crate) struct Pending {
@@ -120,9 +121,10 @@ pub(crate) struct Pending {
     kept: Vec<(Vec<u8>, u64)>,
     /// The database being walked; the ones below are done.
     db: usize,
-    /// The walk's position in `db`'s table: entries stored below it are
-    /// out (see [`crate::dict::Dict::position`]).
-    cursor: usize,
+    /// The walk's cursor in `db`'s table: entries whose tag is below it
+    /// are out (see [`crate::key_table::KeyTable::walk`]; tags, unlike
+    /// positions, do not change when the table does).
+    cursor: u64,
     /// The shard's number of databases, to size `kept`.
     databases: usize,
 }
@@ -138,9 +140,10 @@ impl Pending {
         }
     }
 
-    /// True when position `i` of `db` is ahead of the walk.
-    fn ahead(&self, db: usize, i: usize) -> bool {
-        db > self.db || db == self.db && i >= self.cursor
+    /// True when an entry of `db` with key table tag `tag` is ahead of
+    /// the walk.
+    fn ahead(&self, db: usize, tag: u32) -> bool {
+        db > self.db || db == self.db && u64::from(tag) >= self.cursor
     }
 
     /// Serializes `entry` as `key`'s cut version, to go out in a full
@@ -194,10 +197,10 @@ impl Shard {
             return;
         };
         let keys = &mut self.dbs[db].keys;
-        if !pending.ahead(db, i) || keys.is_marked(i) {
+        if !pending.ahead(db, keys.tag_at(i)) || keys.is_marked(i) {
             return;
         }
-        if let Some((_, entry, ())) = keys.at(i) {
+        if let Some(entry) = keys.at(i) {
             pending.keep(db, entry.key(), entry);
         }
         keys.set_marked(i, true);
@@ -207,36 +210,10 @@ impl Shard {
     /// at the cut, so the walk passes over it.
     #[inline]
     pub(crate) fn mark_added(&mut self, db: usize, i: usize) {
-        // (A new entry goes at the table's end, which is behind the walk
-        // when removals shrank the table below the walk's position.)
-        if self.pending.as_deref().is_some_and(|p| p.ahead(db, i)) {
+        let tag = self.dbs[db].keys.tag_at(i);
+        if self.pending.as_deref().is_some_and(|p| p.ahead(db, tag)) {
             self.dbs[db].keys.set_marked(i, true);
         }
-    }
-
-    /// Removing `key` moves the table's last entry into its place (its
-    /// mark moves along): when that carries an entry the walk has not
-    /// reached behind the walk's position, the entry is written out now,
-    /// or the walk would miss it, and its mark is cleared. `removed` is the
-    /// position of the entry about to be removed. Called before the
-    /// removal (and after [`Shard::preserve_at`]).
-    pub(crate) fn keep_entry_moving_behind_walk(&mut self, db: usize, removed: Option<usize>) {
-        let Some(pending) = self.pending.as_deref_mut() else {
-            return;
-        };
-        let keys = &mut self.dbs[db].keys;
-        let (Some(hole), Some(last)) = (removed, keys.len().checked_sub(1)) else {
-            return;
-        };
-        if pending.ahead(db, hole) || !pending.ahead(db, last) {
-            return;
-        }
-        if !keys.is_marked(last) {
-            if let Some((_, entry, ())) = keys.at(last) {
-                pending.keep(db, entry.key(), entry);
-            }
-        }
-        keys.set_marked(last, false);
     }
 
     /// Walks on for about `budget` keys, appending their cut versions to
@@ -250,24 +227,24 @@ impl Shard {
         let visitor = &*pending.sink.visitor;
         let mut selected = None;
         let mut seen = 0;
+        let mut step = Vec::new();
         while pending.db < self.dbs.len() && seen < budget {
             let db = pending.db;
             let table = &mut self.dbs[db].keys;
-            let end = table
-                .len()
-                .min(pending.cursor.saturating_add(budget - seen));
-            for i in pending.cursor..end {
+            step.clear();
+            let next = table.walk(pending.cursor, budget - seen, |i| step.push(i));
+            for (n, &i) in step.iter().enumerate() {
                 // Entries sit wherever the allocator put them: without
                 // this the walk waits on one cache miss per key in turn.
-                if let Some((_, ahead, ())) = table.at(i + WALK_PREFETCH_AHEAD) {
-                    ahead.prefetch();
+                if let Some(ahead) = step.get(n + WALK_PREFETCH_AHEAD) {
+                    table.at(*ahead).map(Entry::prefetch);
                 }
                 if table.is_marked(i) {
                     table.set_marked(i, false);
                     continue;
                 }
-                let Some((_, e, ())) = table.at(i) else {
-                    break;
+                let Some(e) = table.at(i) else {
+                    continue;
                 };
                 if selected != Some(db) {
                     visitor.select_db(out, db);
@@ -275,11 +252,10 @@ impl Shard {
                 }
                 written += u64::from(visitor.entry(out, db, e.key(), e));
             }
-            seen += end.saturating_sub(pending.cursor);
-            pending.cursor = pending.cursor.max(end);
-            if pending.cursor >= table.len() {
+            seen += step.len().max(1);
+            pending.cursor = next;
+            if next == 0 {
                 pending.db += 1;
-                pending.cursor = 0;
             }
         }
         let done = pending.db == self.dbs.len();
@@ -665,7 +641,7 @@ mod tests {
             let shard = ks.shards[0].lock();
             for db in 0..2 {
                 let keys = &shard.dbs[db].keys;
-                assert!((0..keys.len()).all(|i| !keys.is_marked(i)), "seed {seed}");
+                assert!(keys.iter().all(|e| !e.is_marked()), "seed {seed}");
             }
         }
     }

@@ -1,0 +1,699 @@
+//! The keyspace's key table: one word per key.
+//!
+//! A database's keys in a shard live in a [`KeyTable`]: an open-addressing
+//! table whose slots are the [`Entry`] handles themselves, with a 16-bit tag
+//! of the key's hash packed into each handle's unused top bits (see
+//! [`Entry::table_tag`]). Per key that is 8 bytes divided by the load
+//! factor (70-87.5% between resizes), where the chained [`crate::dict::Dict`]
+//! it replaced spent a 16-byte arena slot plus 4-8 bytes of buckets; and a
+//! lookup reads the slot's cache line and then the entry, where the chain
+//! read a bucket, an arena slot and then the entry.
+//!
+//! # Order
+//!
+//! Slots are kept sorted by tag, and a tag `t` has its home slot at
+//! `t * homes / 2^16`, so that homes rise with tags. Every entry sits at or
+//! after its home with no empty slot in between (linear probing with
+//! ordered insertion, which is Robin Hood hashing with ties broken by tag).
+//! That gives:
+//!
+//! * lookups that stop at the first slot with a greater tag, so a missing
+//!   key costs about what a present one does even at high load;
+//! * resizes that place the old slots into the new array in one sequential
+//!   pass, from the tags alone, without reading an entry or hashing a key;
+//! * a position-free cursor: "every tag below `t` is done" means the same
+//!   thing before and after any insertion, removal or resize. `SCAN` uses
+//!   it to report each key present for the whole scan exactly once, resizes
+//!   included (Redis's reverse-binary cursor may repeat keys after a
+//!   shrink), and a running snapshot uses it to tell the keys it has
+//!   written out from those it has not ([`crate::snapshot`]).
+//!
+//! Homes are exact for tables of up to 2^16 slots per shard and database
+//! (with 1024 shards, 60M keys in one database); beyond that keys sharing a
+//! tag share a home and probe a little further.
+//!
+//! # Tags
+//!
+//! A tag is bits 16-31 of the key's hash (the shard takes the top bits),
+//! with 0 mapped to 1: the handle's tag 0 means "unknown", which a lookup
+//! treats as a possible match, and the table recomputes from the key when
+//! it needs the order. Entries the table stores always have their tag; an
+//! entry swapped in through a `&mut Entry` by code that bypasses
+//! [`KeyTable::replace_at`] has none, and is still found.
+
+use crate::dict::{hash_key, prefetch_read};
+use crate::entry::Entry;
+
+/// Tag values: 16 bits, 0 reserved for "unknown".
+const TAG_BITS: u32 = 16;
+/// One past the largest tag; a cursor at this value is done.
+const TAG_END: u64 = 1 << TAG_BITS;
+
+/// Fewest home slots of a non-empty table.
+const MIN_HOMES: usize = 4;
+
+/// Most slots past the last home that a run may spill into before the
+/// table grows.
+const MAX_TAIL: usize = 32;
+
+/// Scan gives up after visiting this many slots per requested entry, so a
+/// call does bounded work even in a sparse stretch.
+const SCAN_SLOTS_PER_ENTRY: usize = 10;
+
+/// The tag of a key hash: bits 16-31, never 0.
+#[inline]
+pub(crate) fn tag_of(hash: u64) -> u32 {
+    u32::from((hash >> TAG_BITS) as u16).max(1)
+}
+
+/// The tag an entry belongs under: the stored one, or its key's.
+#[inline]
+fn real_tag(e: &Entry) -> u32 {
+    match e.table_tag() {
+        0 => tag_of(hash_key(e.key())),
+        t => t,
+    }
+}
+
+/// Slots past the last home, for a table of `homes` homes.
+fn tail_for(homes: usize) -> usize {
+    (homes / 8).clamp(2, MAX_TAIL)
+}
+
+/// A table of keyspace entries in tag order (see the module docs).
+///
+/// Positions (`0..slot_count()`) name slots; any insertion or removal may
+/// move other entries to neighbouring slots, and a resize moves all of
+/// them, so a position is only good until the table next changes.
+#[derive(Default)]
+pub(crate) struct KeyTable {
+    /// `homes` home slots and a short tail; no allocation when empty.
+    slots: Box<[Option<Entry>]>,
+    homes: usize,
+    len: usize,
+}
+
+impl KeyTable {
+    /// Number of entries.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when the table holds no entry.
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The home slot of `tag`.
+    #[inline]
+    fn home(&self, tag: u32) -> usize {
+        (tag as usize * self.homes) >> TAG_BITS
+    }
+
+    /// The smallest tag whose home is at or after slot `i` (`TAG_END` and
+    /// above: none).
+    fn first_tag_homed_from(&self, i: usize) -> u64 {
+        ((i as u64) << TAG_BITS).div_ceil(self.homes as u64)
+    }
+
+    /// The real tag of the (occupied) slot `i`.
+    #[inline]
+    fn tag_at_slot(&self, i: usize) -> u32 {
+        self.slots[i].as_ref().map_or(0, real_tag)
+    }
+
+    /// The tag of the entry at position `i`, which must hold one; the
+    /// snapshot compares it with its cursor.
+    pub(crate) fn tag_at(&self, i: usize) -> u32 {
+        self.tag_at_slot(i)
+    }
+
+    /// The position of `key` (hashed to `hash`), if present.
+    #[inline]
+    pub(crate) fn position(&self, hash: u64, key: &[u8]) -> Option<usize> {
+        if self.len == 0 {
+            return None;
+        }
+        let tag = tag_of(hash);
+        let mut i = self.home(tag);
+        while let Some(Some(e)) = self.slots.get(i) {
+            let t = e.table_tag();
+            if t == tag || t == 0 {
+                if e.key() == key {
+                    return Some(i);
+                }
+            } else if t > tag {
+                return None;
+            }
+            i += 1;
+        }
+        None
+    }
+
+    /// The entry for `key`, if present.
+    pub(crate) fn get(&self, hash: u64, key: &[u8]) -> Option<&Entry> {
+        self.position(hash, key).and_then(|i| self.at(i))
+    }
+
+    /// Whether `key` is present.
+    pub(crate) fn contains(&self, hash: u64, key: &[u8]) -> bool {
+        self.position(hash, key).is_some()
+    }
+
+    /// The entry at position `i`, if the slot holds one.
+    #[inline]
+    pub(crate) fn at(&self, i: usize) -> Option<&Entry> {
+        self.slots.get(i)?.as_ref()
+    }
+
+    /// Mutable access to the entry at position `i`. Its key must not change
+    /// (it would sit out of order and not be found), and a whole new entry
+    /// goes in with [`KeyTable::replace_at`], which keeps the slot's tag
+    /// and mark.
+    #[inline]
+    pub(crate) fn at_mut(&mut self, i: usize) -> Option<&mut Entry> {
+        self.slots.get_mut(i)?.as_mut()
+    }
+
+    /// Puts `entry` (same key) at position `i` in place of the entry there,
+    /// which it returns.
+    pub(crate) fn replace_at(&mut self, i: usize, entry: Entry) -> Option<Entry> {
+        let slot = self.at_mut(i)?;
+        Some(slot.replace_keeping_table_bits(entry))
+    }
+
+    /// Whether the entry at position `i` carries the snapshot mark (false
+    /// for an empty slot).
+    #[inline]
+    pub(crate) fn is_marked(&self, i: usize) -> bool {
+        self.at(i).is_some_and(Entry::is_marked)
+    }
+
+    /// Sets or clears the mark of the entry at position `i`. The mark moves
+    /// with its entry and goes when it is removed (the keyspace marks the
+    /// keys a running snapshot must pass over: the bit is in the handle a
+    /// lookup has just read).
+    #[inline]
+    pub(crate) fn set_marked(&mut self, i: usize, on: bool) {
+        if let Some(e) = self.at_mut(i) {
+            e.set_marked(on);
+        }
+    }
+
+    /// Starts loading the slot at position `i`, for a caller reading it a
+    /// little later.
+    pub(crate) fn prefetch_at(&self, i: usize) {
+        if let Some(slot) = self.slots.get(i) {
+            prefetch_read(slot);
+        }
+    }
+
+    /// Starts loading one level of what a lookup of `hash` reads: `depth`
+    /// 0 the home slot's cache line, 1 what `deep` prefetches for the first
+    /// entry with the hash's tag. A batch of lookups asks for depth 0 for
+    /// every key, then depth 1, so that their misses overlap. A hint only.
+    pub(crate) fn prefetch(&self, hash: u64, depth: u8, mut deep: impl FnMut(&Entry)) {
+        if self.len == 0 {
+            return;
+        }
+        let tag = tag_of(hash);
+        let home = self.home(tag);
+        if depth == 0 {
+            prefetch_read(&self.slots[home]);
+            return;
+        }
+        let mut i = home;
+        while let Some(Some(e)) = self.slots.get(i) {
+            match e.table_tag() {
+                t if t == tag => return deep(e),
+                t if t > tag => return,
+                _ => i += 1,
+            }
+        }
+    }
+
+    /// Calls `f` for every entry whose tag is `hash`'s: the candidates for
+    /// a key known only by its hash (the TTL index keeps hashes).
+    pub(crate) fn with_hash(&self, hash: u64, mut f: impl FnMut(&Entry)) {
+        if self.len == 0 {
+            return;
+        }
+        let tag = tag_of(hash);
+        let mut i = self.home(tag);
+        while let Some(Some(e)) = self.slots.get(i) {
+            let t = e.table_tag();
+            if t == tag || t == 0 {
+                f(e);
+            } else if t > tag {
+                return;
+            }
+            i += 1;
+        }
+    }
+
+    /// Every entry, in tag order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Entry> {
+        self.slots.iter().flatten()
+    }
+
+    /// Adds an entry whose key (hashed to `hash`) the caller knows is
+    /// absent; returns its position.
+    pub(crate) fn insert_absent(&mut self, hash: u64, mut entry: Entry) -> usize {
+        debug_assert!(!self.contains(hash, entry.key()));
+        let tag = tag_of(hash);
+        entry.set_table_tag(tag);
+        entry.set_marked(false);
+        if (self.len + 1) * 8 > self.homes * 7 {
+            self.grow();
+        }
+        loop {
+            let mut at = self.home(tag);
+            while at < self.slots.len() && self.slots[at].is_some() && self.tag_at_slot(at) <= tag {
+                at += 1;
+            }
+            let free = (at..self.slots.len()).find(|&j| self.slots[j].is_none());
+            let Some(free) = free else {
+                // The run reaches past the tail.
+                self.grow();
+                continue;
+            };
+            // The empty slot moves to `at`, the run after it one slot on.
+            self.slots[at..=free].rotate_right(1);
+            self.slots[at] = Some(entry);
+            self.len += 1;
+            return at;
+        }
+    }
+
+    /// Removes `key` (hashed to `hash`), returning its entry.
+    pub(crate) fn remove(&mut self, hash: u64, key: &[u8]) -> Option<Entry> {
+        let i = self.position(hash, key)?;
+        Some(self.remove_at(i))
+    }
+
+    /// Removes the entry at (occupied) position `i`: the entries after it
+    /// that sit past their home move one slot back.
+    fn remove_at(&mut self, i: usize) -> Entry {
+        let mut gone = self.slots[i].take().expect("remove_at an occupied slot");
+        gone.set_table_tag(0);
+        gone.set_marked(false);
+        self.len -= 1;
+        let mut end = i + 1;
+        while end < self.slots.len()
+            && self.slots[end].is_some()
+            && self.home(self.tag_at_slot(end)) < end
+        {
+            end += 1;
+        }
+        self.slots[i..end].rotate_left(1);
+        if self.len == 0 {
+            *self = KeyTable::default();
+        } else if self.len * 4 < self.homes && self.homes > MIN_HOMES {
+            self.resize(self.len * 8 / 5);
+        }
+        gone
+    }
+
+    /// Grows by a quarter: the load between resizes stays within 70% and
+    /// 87.5%, which is what keeps the table at about 10 bytes per key.
+    fn grow(&mut self) {
+        self.resize(self.homes + self.homes / 4 + 1);
+    }
+
+    /// Moves every entry into a new array of `homes` homes (at least what
+    /// the entries need), in one pass in order.
+    fn resize(&mut self, homes: usize) {
+        let mut homes = homes.max(MIN_HOMES).max(self.len);
+        while !self.fits(homes) {
+            homes += homes / 4 + 1;
+        }
+        let old = std::mem::take(&mut self.slots);
+        self.homes = homes;
+        self.slots = (0..homes + tail_for(homes)).map(|_| None).collect();
+        let mut next = 0;
+        for mut e in old.into_vec().into_iter().flatten() {
+            let tag = real_tag(&e);
+            e.set_table_tag(tag);
+            let at = self.home(tag).max(next);
+            self.slots[at] = Some(e);
+            next = at + 1;
+        }
+    }
+
+    /// Whether the entries fit an array of `homes` homes and its tail.
+    fn fits(&self, homes: usize) -> bool {
+        let end = homes + tail_for(homes);
+        let mut next = 0;
+        for e in self.slots.iter().flatten() {
+            next = ((real_tag(e) as usize * homes) >> TAG_BITS).max(next) + 1;
+            if next > end {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// One step of a cursor walk: calls `f` with the position of every
+    /// entry whose tag is at or above `cursor` and below the returned
+    /// cursor, in order, and returns the next cursor (0 when done). A step
+    /// reports at least `count` entries when that many remain, unless it
+    /// visited `10 * count` slots, and ends where a tag does.
+    ///
+    /// What is reported depends on tags only, so across changes to the
+    /// table between steps, an entry present from the first step (cursor
+    /// 0) to the last is reported exactly once, and one added or removed
+    /// meanwhile at most once.
+    pub(crate) fn walk(&self, cursor: u64, count: usize, mut f: impl FnMut(usize)) -> u64 {
+        if self.len == 0 || cursor >= TAG_END {
+            return 0;
+        }
+        let from = cursor as u32;
+        let want = count.max(1);
+        let budget = want.saturating_mul(SCAN_SLOTS_PER_ENTRY);
+        let start = self.home(from);
+        let (mut reported, mut visited, mut last) = (0, 0, None);
+        for i in start..self.slots.len() {
+            let enough = reported >= want || visited >= budget;
+            match &self.slots[i] {
+                // No entry with a tag homed before `i` sits after it.
+                None if enough && i > start => {
+                    let next = self.first_tag_homed_from(i);
+                    return if next >= TAG_END { 0 } else { next };
+                }
+                None => {}
+                Some(e) => {
+                    let tag = real_tag(e);
+                    if tag >= from {
+                        if enough && last.is_some_and(|l| tag > l) {
+                            return u64::from(tag);
+                        }
+                        f(i);
+                        reported += 1;
+                        last = Some(tag);
+                    }
+                }
+            }
+            visited += 1;
+        }
+        0
+    }
+
+    /// SCAN's step: [`KeyTable::walk`] handing over the entries.
+    pub(crate) fn scan(&self, cursor: u64, count: usize, mut f: impl FnMut(&Entry)) -> u64 {
+        self.walk(cursor, count, |i| {
+            if let Some(e) = self.at(i) {
+                f(e);
+            }
+        })
+    }
+
+    /// The position of a random entry: a random slot, or the first
+    /// occupied one after it (wrapping). Entries after empty slots are
+    /// somewhat likelier, as in Redis's bucket-then-chain pick; at the
+    /// table's load that stays within a small factor.
+    pub(crate) fn random_position(&self, rng: &mut fastrand::Rng) -> Option<usize> {
+        if self.len == 0 {
+            return None;
+        }
+        let start = rng.usize(..self.slots.len());
+        (start..self.slots.len())
+            .chain(0..start)
+            .find(|&i| self.slots[i].is_some())
+    }
+
+    /// A random entry (see [`KeyTable::random_position`]).
+    pub(crate) fn random_entry(&self, rng: &mut fastrand::Rng) -> Option<&Entry> {
+        self.random_position(rng).and_then(|i| self.at(i))
+    }
+
+    /// Reports up to `n` randomly picked entries to `f` (every entry once
+    /// when `n >= len`; picks may repeat), for eviction sampling. Picks are
+    /// taken in groups: their slots are loaded, then `prefetch` runs on
+    /// each entry, and only then `f`, so a group's cache misses overlap
+    /// instead of queueing (reading the sampled keys' access clocks is
+    /// nearly all waiting on memory).
+    pub(crate) fn sample(
+        &self,
+        rng: &mut fastrand::Rng,
+        n: usize,
+        prefetch: impl Fn(&Entry),
+        mut f: impl FnMut(&Entry),
+    ) {
+        /// Picks whose misses overlap; Redis's default sample is 5.
+        const GROUP: usize = 16;
+        if n >= self.len {
+            self.iter().for_each(f);
+            return;
+        }
+        let mut group = [0usize; GROUP];
+        let mut left = n;
+        while left > 0 {
+            let picked = &mut group[..left.min(GROUP)];
+            for p in picked.iter_mut() {
+                *p = rng.usize(..self.slots.len());
+                prefetch_read(&self.slots[*p]);
+            }
+            for p in picked.iter_mut() {
+                // n < len, so the table has an entry to find.
+                *p = (*p..self.slots.len())
+                    .chain(0..*p)
+                    .find(|&i| self.slots[i].is_some())
+                    .unwrap_or(0);
+                if let Some(e) = self.at(*p) {
+                    prefetch(e);
+                }
+            }
+            for &p in picked.iter() {
+                if let Some(e) = self.at(p) {
+                    f(e);
+                }
+            }
+            left -= picked.len();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::{StrValue, Value};
+    use std::collections::{BTreeSet, HashSet};
+
+    fn entry(key: &[u8]) -> Entry {
+        Entry::with_key_value(key, Value::Str(StrValue::from_bytes(b"v")), None)
+    }
+
+    fn name(i: usize) -> Vec<u8> {
+        format!("key:{i}").into_bytes()
+    }
+
+    fn add(t: &mut KeyTable, key: &[u8]) -> usize {
+        t.insert_absent(hash_key(key), entry(key))
+    }
+
+    /// Checks the invariants the module docs state.
+    fn check(t: &KeyTable) {
+        let mut count = 0;
+        let mut prev_tag = 0;
+        let mut run_from = 0;
+        for (i, slot) in t.slots.iter().enumerate() {
+            let Some(e) = slot else {
+                run_from = i + 1;
+                continue;
+            };
+            count += 1;
+            let tag = real_tag(e);
+            assert_eq!(e.table_tag(), tag, "stored tag");
+            assert_eq!(tag, tag_of(hash_key(e.key())));
+            assert!(tag >= prev_tag, "tag order at {i}");
+            prev_tag = tag;
+            let home = t.home(tag);
+            assert!(
+                home <= i && home >= run_from,
+                "entry {i} away from its home {home}"
+            );
+            assert_eq!(t.position(hash_key(e.key()), e.key()), Some(i));
+        }
+        assert_eq!(count, t.len());
+    }
+
+    #[test]
+    fn inserts_finds_and_removes_through_resizes() {
+        let mut t = KeyTable::default();
+        for i in 0..5000 {
+            let at = add(&mut t, &name(i));
+            assert_eq!(t.at(at).unwrap().key(), &name(i)[..]);
+            if i % 997 == 0 {
+                check(&t);
+            }
+        }
+        check(&t);
+        assert!(t.len() * 8 <= t.homes * 7);
+        assert!(t.len() * 10 >= t.homes * 7 - 10, "grows by a quarter");
+        assert!(!t.contains(hash_key(b"nope"), b"nope"));
+        for i in (0..5000).step_by(2) {
+            let key = name(i);
+            let e = t.remove(hash_key(&key), &key).unwrap();
+            assert_eq!(e.key(), &key[..]);
+            assert_eq!((e.table_tag(), e.is_marked()), (0, false));
+        }
+        check(&t);
+        for i in 0..5000 {
+            assert_eq!(t.contains(hash_key(&name(i)), &name(i)), i % 2 == 1);
+        }
+        for i in (1..5000).step_by(2) {
+            t.remove(hash_key(&name(i)), &name(i)).unwrap();
+            if i % 701 == 1 {
+                check(&t);
+            }
+        }
+        assert!(t.is_empty());
+        assert_eq!(t.slots.len(), 0, "an empty table frees its slots");
+    }
+
+    #[test]
+    fn colliding_tags_are_told_apart_by_key() {
+        // Keys with one tag: every hash with the same bits 16-31.
+        let mut t = KeyTable::default();
+        let hash = |i: u64| (i << 32) | 0x1234_0000;
+        for i in 0..50u64 {
+            let key = name(i as usize);
+            t.insert_absent(hash(i), entry(&key));
+        }
+        for i in 0..50u64 {
+            assert!(t.contains(hash(i), &name(i as usize)));
+            let mut seen = 0;
+            t.with_hash(hash(i), |_| seen += 1);
+            assert_eq!(seen, 50);
+        }
+        t.remove(hash(7), &name(7)).unwrap();
+        assert!(!t.contains(hash(7), &name(7)));
+        assert!(t.contains(hash(8), &name(8)));
+    }
+
+    #[test]
+    fn a_walk_reports_each_steady_key_once_across_changes() {
+        let mut rng = fastrand::Rng::with_seed(7);
+        let mut t = KeyTable::default();
+        for i in 0..3000 {
+            add(&mut t, &name(i));
+        }
+        let mut seen: Vec<Vec<u8>> = Vec::new();
+        let mut cursor = 0;
+        let mut next_new = 3000;
+        loop {
+            cursor = t.scan(cursor, 1 + rng.usize(..40), |e| seen.push(e.key().to_vec()));
+            // Churn between steps: keys 2000.. come and go, the table
+            // grows and shrinks.
+            for _ in 0..rng.usize(..300) {
+                add(&mut t, &name(next_new));
+                next_new += 1;
+            }
+            for _ in 0..rng.usize(..300) {
+                let i = 2000 + rng.usize(..next_new - 2000);
+                t.remove(hash_key(&name(i)), &name(i));
+            }
+            if cursor == 0 {
+                break;
+            }
+        }
+        let distinct: HashSet<_> = seen.iter().collect();
+        assert_eq!(distinct.len(), seen.len(), "a key reported twice");
+        for i in 0..2000 {
+            assert!(distinct.contains(&name(i)), "key {i} missed");
+        }
+    }
+
+    #[test]
+    fn a_walk_step_is_bounded_and_progresses() {
+        let mut t = KeyTable::default();
+        for i in 0..1000 {
+            add(&mut t, &name(i));
+        }
+        let (mut cursor, mut steps, mut total) = (0, 0, 0);
+        loop {
+            let mut n = 0;
+            let next = t.walk(cursor, 10, |_| n += 1);
+            assert!(next == 0 || next > cursor);
+            assert!(n <= 40, "a step of {n} entries");
+            total += n;
+            steps += 1;
+            cursor = next;
+            if cursor == 0 {
+                break;
+            }
+        }
+        assert_eq!(total, 1000);
+        assert!(steps >= 25, "{steps} steps");
+        assert_eq!(t.walk(TAG_END, 10, |_| panic!()), 0);
+    }
+
+    #[test]
+    fn an_entry_swapped_in_without_its_tag_is_still_found() {
+        let mut t = KeyTable::default();
+        for i in 0..200 {
+            add(&mut t, &name(i));
+        }
+        let key = name(42);
+        let at = t.position(hash_key(&key), &key).unwrap();
+        // A whole-entry assignment through `&mut Entry` loses the bits.
+        *t.at_mut(at).unwrap() = entry(&key);
+        assert_eq!(t.at(at).unwrap().table_tag(), 0);
+        assert_eq!(t.position(hash_key(&key), &key), Some(at));
+        for i in 200..2000 {
+            add(&mut t, &name(i));
+        }
+        check(&t);
+    }
+
+    #[test]
+    fn replace_keeps_tag_and_mark() {
+        let mut t = KeyTable::default();
+        let at = add(&mut t, b"k");
+        t.set_marked(at, true);
+        let old = t.replace_at(at, entry(b"k")).unwrap();
+        assert_eq!((old.table_tag(), old.is_marked()), (0, false));
+        assert!(t.is_marked(at));
+        assert_eq!(t.tag_at(at), tag_of(hash_key(b"k")));
+        // Marks move with their entries.
+        for i in 0..500 {
+            add(&mut t, &name(i));
+        }
+        let at = t.position(hash_key(b"k"), b"k").unwrap();
+        assert!(t.is_marked(at));
+        assert_eq!(t.iter().filter(|e| e.is_marked()).count(), 1);
+    }
+
+    #[test]
+    fn random_picks_cover_the_table() {
+        let mut rng = fastrand::Rng::with_seed(1);
+        let mut t = KeyTable::default();
+        assert!(t.random_entry(&mut rng).is_none());
+        for i in 0..100 {
+            add(&mut t, &name(i));
+        }
+        let mut seen = BTreeSet::new();
+        for _ in 0..5000 {
+            seen.insert(t.random_entry(&mut rng).unwrap().key().to_vec());
+        }
+        assert_eq!(seen.len(), 100);
+        let mut n = 0;
+        t.sample(&mut rng, 5, |_| {}, |_| n += 1);
+        assert_eq!(n, 5);
+        let mut all = 0;
+        t.sample(&mut rng, 1000, |_| {}, |_| all += 1);
+        assert_eq!(all, 100);
+    }
+
+    #[test]
+    fn about_ten_bytes_per_key() {
+        let mut t = KeyTable::default();
+        for i in 0..100_000 {
+            add(&mut t, &name(i));
+        }
+        let per_key = std::mem::size_of_val(&*t.slots) as f64 / t.len() as f64;
+        assert!(per_key < 11.8, "{per_key} bytes per key");
+    }
+}
