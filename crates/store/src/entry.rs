@@ -13,10 +13,12 @@
 //! [value (zigzag varint)]                          int kind
 //! ```
 //!
-//! The sizes are chosen for the allocator's classes (16, 32, 48, 64, 80,
-//! 96, 112, 128 … bytes): an 8-digit key holding an 8-digit number is
-//! 4 + 8 + 4 = 16 bytes, one class below what an 8-byte header or a
-//! separate key length byte would need.
+//! Blocks come from [`crate::entry_alloc`], in 8-byte size classes up to
+//! 256 bytes (mimalloc's are 16, 32, 48, 64, 80, 96, 112, 128 … bytes): a
+//! 16-byte key with a 64-byte value is an 86-byte block costing 88, not
+//! 96. An 8-digit key holding an 8-digit number is 4 + 8 + 4 = 16 bytes,
+//! one class below what an 8-byte header or a separate key length byte
+//! would need.
 //!
 //! Three kinds of value, chosen by what is stored:
 //!
@@ -41,6 +43,7 @@ use std::fmt;
 use std::mem::{align_of, size_of, ManuallyDrop};
 use std::ptr::{self, NonNull};
 
+use crate::entry_alloc;
 use crate::keyspace::{LfuTuning, LFU_INIT_VAL};
 use crate::value::{StrRef, StrValue, Value, ValueRef};
 
@@ -505,8 +508,9 @@ impl Entry {
             tail: payload.tail(),
         };
         let layout = shape.layout();
-        // SAFETY: the layout has a non-zero size (the header alone is 4).
-        let raw = unsafe { alloc::alloc(layout) };
+        // The layout has a non-zero size (the header alone is 4) and
+        // alignment 8, as `entry_alloc::alloc` needs.
+        let raw = entry_alloc::alloc(layout);
         let Some(block) = NonNull::new(raw) else {
             alloc::handle_alloc_error(layout)
         };
@@ -728,7 +732,7 @@ impl Entry {
         unsafe {
             let p = this.ptr();
             let value = p.add(shape.word_offset()).cast::<Value>().read();
-            alloc::dealloc(p, shape.layout());
+            entry_alloc::dealloc(p, shape.layout());
             value
         }
     }
@@ -776,7 +780,7 @@ impl Entry {
             let value = p.add(shape.word_offset()).cast::<Value>().read();
             let key = new_key.unwrap_or(this.key());
             let fresh = Self::build(meta, expire, key, Payload::Obj(value));
-            alloc::dealloc(p, shape.layout());
+            entry_alloc::dealloc(p, shape.layout());
             fresh
         }
     }
@@ -830,16 +834,18 @@ impl Entry {
         at != 0 && now > at
     }
 
-    /// Bytes of the block plus what an object value owns, for `MEMORY
-    /// USAGE` and eviction's accounting.
+    /// Bytes of the block (as `used_memory` counts it: its size class, see
+    /// [`entry_alloc::block_bytes`]) plus what an object value owns, for
+    /// `MEMORY USAGE` and eviction's accounting.
     pub fn heap_bytes(&self) -> usize {
         let shape = self.shape();
+        let block = entry_alloc::block_bytes(shape.size());
         if shape.kind() != KIND_OBJ {
-            return shape.size();
+            return block;
         }
         // SAFETY: the object kind holds a Value at the word offset.
         let value = unsafe { &*self.ptr().add(shape.word_offset()).cast::<Value>() };
-        shape.size() + value.heap_bytes()
+        block + value.heap_bytes()
     }
 
     /// The same entry, marked as last accessed `idle_secs` seconds before
@@ -962,7 +968,7 @@ impl Drop for Entry {
             if shape.kind() == KIND_OBJ {
                 ptr::drop_in_place(p.add(shape.word_offset()).cast::<Value>());
             }
-            alloc::dealloc(p, shape.layout());
+            entry_alloc::dealloc(p, shape.layout());
         }
     }
 }

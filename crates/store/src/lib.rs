@@ -8,6 +8,7 @@
 pub mod clock;
 pub mod dict;
 pub mod entry;
+pub mod entry_alloc;
 pub mod evict;
 pub mod glob;
 pub mod hash;
