@@ -20,6 +20,7 @@ use std::ffi::c_void;
 
 use libmimalloc_sys as mi;
 use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
+use vireo_store::entry_alloc::mimalloc_block_size;
 
 const SLOTS: usize = 16;
 
@@ -63,7 +64,7 @@ pub fn used_memory() -> usize {
 /// mimalloc's own aligned path checks each candidate block.)
 const PLAIN_ALIGN: usize = std::mem::size_of::<usize>();
 
-/// Largest request whose block size [`block_size`] works out itself;
+/// Largest request whose block size [`mimalloc_block_size`] works out;
 /// larger ones are rare and ask mimalloc.
 const SMALL_MAX: usize = 64 << 10;
 
@@ -77,34 +78,11 @@ const SMALL_MAX: usize = 64 << 10;
 #[inline]
 unsafe fn counted(ptr: *mut u8, size: usize) -> isize {
     if size <= SMALL_MAX {
-        block_size(size) as isize
+        mimalloc_block_size(size) as isize
     } else {
         // SAFETY: the caller's contract.
         unsafe { mi::mi_usable_size(ptr as *const c_void) as isize }
     }
-}
-
-/// The size of the block mimalloc gives a request of `size` bytes, at most
-/// [`SMALL_MAX`] (its usable size), worked out without a call into C; a
-/// test checks it against `mi_usable_size` for every such size.
-/// mimalloc's size classes are one word, then even numbers of words up to
-/// 8 words (its build aligns blocks of two words or more to 16 bytes),
-/// then four classes per power of two: for a request of `w` words, with
-/// `b` the top bit of `w - 1`, the class is `(5 + k) << (b - 2)` words
-/// where `k` is the two bits of `w - 1` below `b`.
-#[inline]
-fn block_size(size: usize) -> usize {
-    let words = size.div_ceil(PLAIN_ALIGN);
-    if words <= 1 {
-        return PLAIN_ALIGN;
-    }
-    if words <= 8 {
-        return words.next_multiple_of(2) * PLAIN_ALIGN;
-    }
-    let below = words - 1;
-    let top = below.ilog2();
-    let quarter = (below >> (top - 2)) & 3;
-    ((5 + quarter) << (top - 2)) * PLAIN_ALIGN
 }
 
 /// True when `layout` can use mimalloc's unaligned entry points.
@@ -228,27 +206,11 @@ mod tests {
             let usable = unsafe { mi::mi_usable_size(p as *const c_void) };
             // SAFETY: `p` came from this allocator with this layout.
             unsafe { Counting.dealloc(p, layout) };
-            if block_size(size) != usable && bad.len() < 10 {
-                bad.push((size, block_size(size), usable));
+            if mimalloc_block_size(size) != usable && bad.len() < 10 {
+                bad.push((size, mimalloc_block_size(size), usable));
             }
         }
         assert!(bad.is_empty(), "{bad:?}");
-    }
-
-    #[test]
-    fn entry_blocks_are_counted_at_most_at_mimallocs_class() {
-        // The store crate's model of mimalloc's classes matches this one
-        // wherever it serves blocks itself or defers to mimalloc.
-        for size in 1..=SMALL_MAX {
-            let b = vireo_store::entry_alloc::block_bytes(size);
-            let rounded = size.next_multiple_of(PLAIN_ALIGN);
-            assert!(
-                b == block_size(size) || (b == rounded && b < block_size(size)),
-                "{size}: {b} vs {}",
-                block_size(size)
-            );
-        }
-        assert_eq!(vireo_store::entry_alloc::block_bytes(86), 88);
     }
 
     #[test]

@@ -66,11 +66,17 @@ const CLASSES: usize = SLAB_MAX / GRAIN;
 /// meet on a lock.
 const POOLS: usize = 8;
 
-/// The size of the block mimalloc gives a request of `size` bytes, up to
-/// 64 KiB (the server crate checks this against its own figure, which a
-/// test checks against mimalloc): one word, then even numbers of words up
-/// to 8 words, then four classes per power of two.
-const fn global_class(size: usize) -> usize {
+/// The size of the block mimalloc, the global allocator, gives a request of
+/// `size` bytes (its usable size), worked out without a call into C. The
+/// server's counting allocator counts blocks with it, and a test there
+/// checks it against `mi_usable_size` for every size up to 64 KiB.
+/// mimalloc's size classes are one word, then even numbers of words up to
+/// 8 words (its build aligns blocks of two words or more to 16 bytes), then
+/// four classes per power of two: for a request of `w` words, with `b` the
+/// top bit of `w - 1`, the class is `(5 + k) << (b - 2)` words where `k` is
+/// the two bits of `w - 1` below `b`.
+#[inline]
+pub const fn mimalloc_block_size(size: usize) -> usize {
     let words = size.div_ceil(8);
     if words <= 1 {
         return 8;
@@ -90,7 +96,7 @@ const SERVED: [bool; CLASSES + 1] = {
     let mut t = [false; CLASSES + 1];
     let mut g = 1;
     while g <= CLASSES {
-        t[g] = g * GRAIN < global_class(g * GRAIN);
+        t[g] = g * GRAIN < mimalloc_block_size(g * GRAIN);
         g += 1;
     }
     t
@@ -114,7 +120,7 @@ fn slab_class(size: usize) -> Option<usize> {
 pub fn block_bytes(size: usize) -> usize {
     match slab_class(size) {
         Some(c) => (c + 1) * GRAIN,
-        None if size <= PAGE => global_class(size),
+        None if size <= PAGE => mimalloc_block_size(size),
         None => size,
     }
 }
@@ -525,14 +531,14 @@ mod tests {
         assert_eq!(block_bytes(40), 40);
         for size in 1..=PAGE {
             let b = block_bytes(size);
-            assert!(b >= size && b <= global_class(size), "{size}");
+            assert!(b >= size && b <= mimalloc_block_size(size), "{size}");
             match slab_class(size) {
                 Some(c) => {
                     assert_eq!(b, size.next_multiple_of(GRAIN));
-                    assert!(b < global_class(size) && b <= SLAB_MAX);
+                    assert!(b < mimalloc_block_size(size) && b <= SLAB_MAX);
                     assert_eq!((c + 1) * GRAIN, b);
                 }
-                None => assert_eq!(b, global_class(size)),
+                None => assert_eq!(b, mimalloc_block_size(size)),
             }
         }
         assert_eq!(slab_class(16), None);
