@@ -117,6 +117,9 @@ struct Candidate {
     /// find it.
     shard: usize,
     db: usize,
+    /// The key table's tag of the key (see [`Entry::table_tag`]), which
+    /// tells most other keys apart without comparing bytes.
+    tag: u32,
     key: Key,
 }
 
@@ -129,8 +132,9 @@ struct Candidates {
 }
 
 impl Candidates {
-    /// Adds a sampled key, keeping only the [`POOL_SIZE`] best.
-    fn offer(&mut self, score: u64, (shard, db): (usize, usize), key: &[u8]) {
+    /// Adds a sampled entry, keeping only the [`POOL_SIZE`] best.
+    fn offer(&mut self, score: u64, (shard, db): (usize, usize), e: &Entry) {
+        let (tag, key) = (e.table_tag(), e.key());
         self.offered += 1;
         let sorted = &mut self.sorted;
         if sorted.len() == POOL_SIZE && score <= sorted[0].score {
@@ -140,7 +144,7 @@ impl Candidates {
         }
         if let Some(i) = sorted
             .iter()
-            .position(|c| c.db == db && c.key.len() == key.len() && *c.key == *key)
+            .position(|c| c.tag == tag && c.db == db && *c.key == *key)
         {
             // Sampled again: its score is fresher now.
             sorted.remove(i);
@@ -154,6 +158,7 @@ impl Candidates {
                 score,
                 shard,
                 db,
+                tag,
                 key: key.into(),
             },
         );
@@ -356,7 +361,7 @@ impl Keyspace {
                         table.keys.with_hash(hash, |e| {
                             if e.expire_at().is_some() {
                                 let score = policy.score(e, now, decay);
-                                pool.cands.offer(score, (i, db), e.key());
+                                pool.cands.offer(score, (i, db), e);
                             }
                         });
                     });
@@ -364,8 +369,7 @@ impl Keyspace {
                     table
                         .keys
                         .sample(&mut pool.rng, samples, Entry::prefetch, |e| {
-                            pool.cands
-                                .offer(policy.score(e, now, decay), (i, db), e.key());
+                            pool.cands.offer(policy.score(e, now, decay), (i, db), e);
                         });
                 }
             }
@@ -531,9 +535,10 @@ mod tests {
     #[test]
     fn pool_keeps_the_best_candidates_sorted() {
         let mut pool = EvictionPool::default();
+        let entry = |key: &[u8]| Entry::with_key_value(key, v(), None);
         for i in 0..40u64 {
-            pool.cands
-                .offer(i * 7 % 41, (0, 0), format!("k{i}").as_bytes());
+            let e = entry(format!("k{i}").as_bytes());
+            pool.cands.offer(i * 7 % 41, (0, 0), &e);
         }
         assert_eq!(pool.len(), POOL_SIZE);
         let scores: Vec<u64> = pool.cands.sorted.iter().map(|c| c.score).collect();
@@ -543,19 +548,19 @@ mod tests {
         // Offering a key again never duplicates it: a score too low for a
         // full pool is ignored, a better one replaces the old.
         let best = pool.cands.sorted.last().unwrap().key.clone();
-        pool.cands.offer(0, (0, 0), &best);
+        pool.cands.offer(0, (0, 0), &entry(&best));
         assert_eq!(
             pool.cands.sorted.iter().filter(|c| c.key == best).count(),
             1
         );
         let second = pool.cands.sorted[POOL_SIZE - 2].key.clone();
-        pool.cands.offer(1000, (0, 0), &second);
+        pool.cands.offer(1000, (0, 0), &entry(&second));
         assert_eq!(
             pool.cands.sorted.iter().filter(|c| c.key == second).count(),
             1
         );
         assert_eq!(pool.cands.sorted.last().unwrap().key, second);
-        pool.cands.offer(1001, (0, 0), &best);
+        pool.cands.offer(1001, (0, 0), &entry(&best));
         assert_eq!(pool.cands.sorted.last().unwrap().key, best);
         assert_eq!(pool.len(), POOL_SIZE);
         pool.clear();

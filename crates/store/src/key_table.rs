@@ -428,12 +428,14 @@ impl KeyTable {
         self.random_position(rng).and_then(|i| self.at(i))
     }
 
-    /// Reports up to `n` randomly picked entries to `f` (every entry once
-    /// when `n >= len`; picks may repeat), for eviction sampling. Picks are
-    /// taken in groups: their slots are loaded, then `prefetch` runs on
-    /// each entry, and only then `f`, so a group's cache misses overlap
-    /// instead of queueing (reading the sampled keys' access clocks is
-    /// nearly all waiting on memory).
+    /// Reports `n` entries in a row from a random slot on (wrapping), or
+    /// every entry once when `n >= len`, for eviction sampling. Slots are
+    /// in hash order, so neighbours are as unrelated in age and use as
+    /// random picks, which is why Redis samples consecutive buckets too;
+    /// but they share cache lines, so a sample costs a miss per entry
+    /// rather than two. Entries are taken in groups: `prefetch` runs on
+    /// each entry of a group before `f` runs on any, so that the group's
+    /// misses overlap instead of queueing.
     pub(crate) fn sample(
         &self,
         rng: &mut fastrand::Rng,
@@ -441,36 +443,30 @@ impl KeyTable {
         prefetch: impl Fn(&Entry),
         mut f: impl FnMut(&Entry),
     ) {
-        /// Picks whose misses overlap; Redis's default sample is 5.
+        /// Entries whose misses overlap; Redis's default sample is 5.
         const GROUP: usize = 16;
         if n >= self.len {
             self.iter().for_each(f);
             return;
         }
-        let mut group = [0usize; GROUP];
-        let mut left = n;
-        while left > 0 {
-            let picked = &mut group[..left.min(GROUP)];
-            for p in picked.iter_mut() {
-                *p = rng.usize(..self.slots.len());
-                prefetch_read(&self.slots[*p]);
+        let start = rng.usize(..self.slots.len());
+        let mut taken = self.slots[start..]
+            .iter()
+            .chain(&self.slots[..start])
+            .flatten()
+            .take(n);
+        let mut group: [Option<&Entry>; GROUP] = [None; GROUP];
+        loop {
+            let mut k = 0;
+            for (g, e) in group.iter_mut().zip(taken.by_ref()) {
+                prefetch(e);
+                *g = Some(e);
+                k += 1;
             }
-            for p in picked.iter_mut() {
-                // n < len, so the table has an entry to find.
-                *p = (*p..self.slots.len())
-                    .chain(0..*p)
-                    .find(|&i| self.slots[i].is_some())
-                    .unwrap_or(0);
-                if let Some(e) = self.at(*p) {
-                    prefetch(e);
-                }
+            if k == 0 {
+                return;
             }
-            for &p in picked.iter() {
-                if let Some(e) = self.at(p) {
-                    f(e);
-                }
-            }
-            left -= picked.len();
+            group[..k].iter().flatten().for_each(|e| f(e));
         }
     }
 }
