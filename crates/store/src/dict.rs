@@ -1,18 +1,20 @@
-//! The keyspace hash table.
+//! The hash table of big hashes and sets.
 //!
-//! [`Dict`] is a chained hash table specialised for what a Redis-compatible
-//! keyspace needs and general-purpose maps (hashbrown, `std::collections`)
-//! do not offer:
+//! [`Dict`] is a chained hash table specialised for what Redis's
+//! hashtable-encoded hashes and sets need and general-purpose maps
+//! (hashbrown, `std::collections`) do not offer:
 //!
-//! * a stateless, resize-stable cursor for `SCAN` (reverse-binary cursor
-//!   increment over a power-of-two bucket array),
-//! * cheap random picks for `RANDOMKEY`, active expiry and eviction sampling,
+//! * a stateless, resize-stable cursor for `HSCAN`/`SSCAN` (reverse-binary
+//!   cursor increment over a power-of-two bucket array),
+//! * cheap uniform random picks for `SRANDMEMBER`, `SPOP`, `HRANDFIELD`,
 //! * a small, predictable per-entry overhead.
 //!
+//! (The keyspace's own keys live in `key_table.rs`, one word per key.)
+//!
 //! The module also provides [`hash_key`], the keyed hash function the whole
-//! store uses, so that a single 64-bit hash can select both the shard (high
-//! bits, chosen by the caller) and the bucket inside a shard's `Dict` (low
-//! bits).
+//! store uses, so that a single 64-bit hash can select the shard (high
+//! bits, chosen by the caller), a key table's tag (bits 16-31) and the
+//! bucket inside a `Dict` (low bits).
 
 use std::borrow::Borrow;
 use std::fmt;
@@ -48,10 +50,8 @@ const MIN_SLOTS: usize = 4;
 /// has at most one bucket per entry, rounded up to a power of two).
 const MAX_ENTRIES: usize = HASH_BITS as usize;
 
-/// The bits of a caller's hash a slot keeps (the low 31); the 32nd is the
-/// slot's mark (see [`Dict::is_marked`]).
+/// The bits of a caller's hash a slot keeps (the low 31).
 const HASH_BITS: u32 = (1 << 31) - 1;
-const MARK: u32 = 1 << 31;
 
 /// The part of a caller's hash that slots keep and compare.
 #[inline]
@@ -111,23 +111,14 @@ pub(crate) fn prefetch_read<T>(p: *const T) {
     let _ = p;
 }
 
-/// Greatest common divisor (Euclid), used to pick a sampling stride.
-fn gcd(mut a: usize, mut b: usize) -> usize {
-    while b != 0 {
-        (a, b) = (b, a % b);
-    }
-    a
-}
-
 /// One entry in the arena.
 #[derive(Clone)]
 struct Slot<K, V> {
-    /// Low 31 bits of the caller's hash ([`HASH_BITS`]), and the mark in
-    /// the top bit. Bucket indices never need more (see [`MAX_ENTRIES`]),
-    /// and keeping them means resizing never rehashes a key and lookups
-    /// reject almost every non-matching entry without touching its key
-    /// bytes.
-    hash_and_mark: u32,
+    /// Low 31 bits of the caller's hash ([`HASH_BITS`]). Bucket indices
+    /// never need more (see [`MAX_ENTRIES`]), and keeping them means
+    /// resizing never rehashes a key and lookups reject almost every
+    /// non-matching entry without touching its key bytes.
+    hash: u32,
     /// Next entry in the same bucket.
     next: Link,
     key: K,
@@ -138,7 +129,7 @@ impl<K, V> Slot<K, V> {
     /// The stored hash bits.
     #[inline]
     fn hash(&self) -> u32 {
-        self.hash_and_mark & HASH_BITS
+        self.hash
     }
 }
 
@@ -184,9 +175,6 @@ impl<K, V> Slot<K, V> {
 /// The caller supplies the 64-bit hash of every key (normally from
 /// [`hash_key`]) and must always pass the same hash for the same key bytes.
 /// Only the low 31 bits are used by the table.
-///
-/// Each entry also carries a mark, one bit its owner may use for its own
-/// bookkeeping (see [`Dict::set_marked`]).
 #[derive(Clone)]
 pub struct Dict<K, V> {
     /// Chain heads; empty (no allocation) or a power-of-two length.
@@ -330,71 +318,6 @@ impl<K, V> Dict<K, V> {
         Some((&slot.key, &slot.value))
     }
 
-    /// Reports up to `n` sampled entries to `f`, for eviction sampling.
-    ///
-    /// If `n >= len` every entry is reported once. Otherwise exactly `n`
-    /// distinct entries are reported: the arena is walked from a random
-    /// start with a random stride coprime to `len`, so each reported entry
-    /// is uniformly distributed, no entry repeats, and the cost is O(n)
-    /// regardless of how sparse the bucket array is. (Callers must not rely
-    /// on distinctness; the contract is "up to `n`, may repeat".)
-    ///
-    /// Sampled entries are scattered over memory, so each is a cache miss,
-    /// and again for whatever the key points to. Entries are therefore
-    /// taken in groups: their slots are prefetched, then `prefetch` is
-    /// called on each key (to prefetch what it points to), and only then
-    /// is `f` called, so the misses of a group overlap instead of queueing
-    /// (under eviction, reading the sampled keys' access clocks was 20% of
-    /// a worker's time, nearly all of it waiting on memory).
-    pub fn sample(
-        &self,
-        rng: &mut fastrand::Rng,
-        n: usize,
-        prefetch: impl Fn(&K),
-        mut f: impl FnMut(&K, &V),
-    ) {
-        /// Entries whose misses overlap; Redis's default sample is 5.
-        const GROUP: usize = 16;
-        let len = self.slots.len();
-        if n == 0 || len == 0 {
-            return;
-        }
-        if n >= len {
-            for slot in &self.slots {
-                f(&slot.key, &slot.value);
-            }
-            return;
-        }
-        // Here 1 <= n < len, so len >= 2 and 1..len is not empty.
-        let stride = (0..16)
-            .map(|_| rng.usize(1..len))
-            .find(|&s| gcd(s, len) == 1)
-            .unwrap_or(1);
-        let mut i = rng.usize(..len);
-        let mut group = [0usize; GROUP];
-        let mut left = n;
-        while left > 0 {
-            let picked = &mut group[..left.min(GROUP)];
-            for p in picked.iter_mut() {
-                *p = i;
-                prefetch_read(&self.slots[i]);
-                // i, stride < len <= u32::MAX, so the sum cannot overflow.
-                i += stride;
-                if i >= len {
-                    i -= len;
-                }
-            }
-            for &p in picked.iter() {
-                prefetch(&self.slots[p].key);
-            }
-            for &p in picked.iter() {
-                let slot = &self.slots[p];
-                f(&slot.key, &slot.value);
-            }
-            left -= picked.len();
-        }
-    }
-
     /// Removes every entry for which `f` returns false, then shrinks the
     /// table if it became sparse. The table stays consistent even if `f`
     /// panics part-way.
@@ -510,7 +433,7 @@ impl<K, V> Dict<K, V> {
         }
         let b = self.bucket_of(hash);
         self.slots.push(Slot {
-            hash_and_mark: hash,
+            hash,
             next: self.buckets[b],
             key,
             value,
@@ -567,23 +490,6 @@ impl<K: Borrow<[u8]>, V> Dict<K, V> {
             if slot.hash() == hash {
                 deep(&slot.key);
                 return;
-            }
-            cur = slot.next;
-        }
-    }
-
-    /// Calls `f` for every entry stored with the same hash bits as `hash`
-    /// (the low 31): the candidates for a key known only by its hash.
-    pub fn with_hash(&self, hash: u64, mut f: impl FnMut(&K, &V)) {
-        if self.buckets.is_empty() {
-            return;
-        }
-        let hash = stored(hash);
-        let mut cur = self.buckets[self.bucket_of(hash)];
-        while let Some(link) = cur {
-            let slot = &self.slots[index_of(link)];
-            if slot.hash() == hash {
-                f(&slot.key, &slot.value);
             }
             cur = slot.next;
         }
@@ -684,61 +590,6 @@ impl<K: Borrow<[u8]>, V> Dict<K, V> {
         let removed = self.remove_at(i);
         self.shrink_if_sparse();
         Some(removed)
-    }
-
-    /// The arena position of `key`, if present. Positions run from 0 to
-    /// `len - 1`; inserting appends at `len`, and removing the entry at
-    /// position `i` moves the entry at `len - 1` to `i`. Nothing else moves
-    /// entries (resizing included), which lets a caller walk the table in
-    /// position order across changes (a snapshot does).
-    pub fn position(&self, hash: u64, key: &[u8]) -> Option<usize> {
-        self.find(stored(hash), key)
-    }
-
-    /// The entry at arena position `i` (see [`Dict::position`]), with its
-    /// hash as the table keeps it: the low 31 bits, which is all any `Dict`
-    /// uses, so it can look the key up in another table without hashing
-    /// it again.
-    pub fn at(&self, i: usize) -> Option<(u64, &K, &V)> {
-        self.slots
-            .get(i)
-            .map(|slot| (u64::from(slot.hash()), &slot.key, &slot.value))
-    }
-
-    /// Starts loading the slot at arena position `i` (nothing past the
-    /// end), for a caller that reads it a little later.
-    pub fn prefetch_at(&self, i: usize) {
-        if let Some(slot) = self.slots.get(i) {
-            prefetch_read(slot);
-        }
-    }
-
-    /// The mark of the entry at arena position `i` (false past the end).
-    #[inline]
-    pub fn is_marked(&self, i: usize) -> bool {
-        self.slots
-            .get(i)
-            .is_some_and(|slot| slot.hash_and_mark & MARK != 0)
-    }
-
-    /// Sets or clears the mark of the entry at arena position `i` (no-op
-    /// past the end). A new entry is unmarked; the mark stays with its
-    /// entry when removals move it to another position, and goes with it
-    /// when it is removed. (The keyspace marks the entries a running
-    /// snapshot must pass over: the bit is in the slot a lookup has just
-    /// read, where a separate bitmap cost a cache miss per write.)
-    #[inline]
-    pub fn set_marked(&mut self, i: usize, on: bool) {
-        if let Some(slot) = self.slots.get_mut(i) {
-            slot.hash_and_mark = slot.hash() | if on { MARK } else { 0 };
-        }
-    }
-
-    /// Mutable access to the stored key at arena position `i` (see
-    /// [`Dict::position`]); the same caveat as [`Dict::get_key_mut`]: its
-    /// bytes must not change.
-    pub fn key_at_mut(&mut self, i: usize) -> Option<&mut K> {
-        self.slots.get_mut(i).map(|slot| &mut slot.key)
     }
 
     /// Makes room for at least `additional` more entries without further
@@ -1148,46 +999,6 @@ mod tests {
         }
     }
 
-    /// The position contract a snapshot's walk relies on, through growth,
-    /// shrinking and removals.
-    #[test]
-    fn dict_positions_and_marks_move_only_by_the_documented_swap() {
-        let mut rng = fastrand::Rng::with_seed(7);
-        let mut d = D::new();
-        // Keys in position order, each with its mark.
-        let mut order: Vec<(Vec<u8>, bool)> = Vec::new();
-        for step in 0..5000 {
-            let grow = (step / 1000) % 2 == 0;
-            if order.is_empty() || rng.u8(..4) < if grow { 3 } else { 1 } {
-                let key = k(step);
-                ins(&mut d, &key, 0);
-                order.push((key, false));
-            } else {
-                let i = rng.usize(..order.len());
-                let (key, _) = order.swap_remove(i);
-                assert_eq!(d.position(hash_key(&key), &key), Some(i));
-                del(&mut d, &key);
-            }
-            if !order.is_empty() && rng.bool() {
-                let i = rng.usize(..order.len());
-                order[i].1 = rng.bool();
-                d.set_marked(i, order[i].1);
-            }
-            if step % 97 == 0 {
-                for (i, (key, marked)) in order.iter().enumerate() {
-                    assert_eq!(d.position(hash_key(key), key), Some(i));
-                    assert_eq!(
-                        d.at(i).map(|(h, k, _)| (h, k)),
-                        Some((hash_key(key) & 0x7fff_ffff, key))
-                    );
-                    assert_eq!(d.is_marked(i), *marked, "step {step}");
-                }
-                assert!(d.at(order.len()).is_none());
-                assert!(!d.is_marked(order.len()));
-            }
-        }
-    }
-
     #[test]
     fn dict_scan_respects_count_and_bounds_work() {
         let mut d = D::new();
@@ -1423,48 +1234,6 @@ mod tests {
             hits.insert(key.clone());
         }
         assert_eq!(hits.len(), 100);
-    }
-
-    #[test]
-    fn dict_sample_returns_present_distinct_keys() {
-        let mut rng = fastrand::Rng::with_seed(9);
-        let mut d = D::new();
-        let mut out = Vec::new();
-        d.sample(&mut rng, 5, |_| {}, |k, _| out.push(k.clone()));
-        assert!(out.is_empty());
-        for i in 0..3 {
-            ins(&mut d, &k(i), 0);
-        }
-        d.sample(&mut rng, 5, |_| {}, |k, _| out.push(k.clone()));
-        out.sort();
-        assert_eq!(
-            out,
-            vec![k(0), k(1), k(2)],
-            "n >= len yields every entry once"
-        );
-
-        for i in 3..1000 {
-            ins(&mut d, &k(i), 0);
-        }
-        let mut covered = HashSet::new();
-        for n in [0usize, 1, 5, 16, 17, 999] {
-            for _ in 0..200 {
-                let mut got = Vec::new();
-                let prefetched = std::cell::RefCell::new(Vec::new());
-                let prefetch = |k: &Vec<u8>| prefetched.borrow_mut().push(k.clone());
-                d.sample(&mut rng, n, prefetch, |k, _| got.push(k.clone()));
-                assert_eq!(got.len(), n);
-                assert_eq!(*prefetched.borrow(), got, "each key is prefetched");
-                for key in &got {
-                    assert!(d.contains_key(hash_key(key), key));
-                }
-                let distinct: HashSet<_> = got.iter().collect();
-                assert_eq!(distinct.len(), n);
-                covered.extend(got);
-            }
-        }
-        assert_eq!(covered.len(), 1000);
-        d.sample(&mut rng, 1000, |_| {}, |_, _| {});
     }
 
     #[test]

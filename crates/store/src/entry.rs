@@ -312,7 +312,7 @@ impl Shape {
 /// stores it under one; entries handed out of the keyspace keep theirs.
 ///
 /// The handle also carries bits that belong to the key table holding it
-/// ([`crate::key_table`]): a 16-bit tag of the key's hash in the address's
+/// (`key_table.rs`): a 16-bit tag of the key's hash in the address's
 /// unused top bits and the snapshot mark in its alignment bit. They let the
 /// table keep one word per key and reject non-matching keys without
 /// reading their blocks. The entry's own operations ignore and keep them,

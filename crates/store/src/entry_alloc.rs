@@ -6,7 +6,7 @@
 //! block of a 16-byte key with a 64-byte value costs 96 bytes, and a
 //! 40-byte one 48. Blocks whose size rounded up to 8 bytes is below
 //! mimalloc's class are served here instead, at that rounded size; all
-//! others (and everything above [`SLAB_MAX`]) still go to the global
+//! others (and everything above `SLAB_MAX`) still go to the global
 //! allocator, where 8-byte rounding would save nothing.
 //!
 //! # Layout
@@ -14,12 +14,12 @@
 //! Memory comes straight from the operating system in 64 KiB pages
 //! (`mmap`), each aligned to its size, so the page a block belongs to is
 //! found by masking the block's address: no per-block header. A page
-//! serves one class. It starts with a [`Page`] header (its pool, its block
+//! serves one class. It starts with a `Page` header (its pool, its block
 //! size, how many blocks are live, a free list threaded through freed
 //! blocks, and a bump offset to the blocks never handed out), followed by
 //! the blocks.
 //!
-//! Pages belong to one of [`POOLS`] pools; a thread allocates from the pool
+//! Pages belong to one of `POOLS` pools; a thread allocates from the pool
 //! picked for it on first use (round robin), and a free goes to the pool of
 //! the block's page, whichever thread frees it. A pool is one
 //! `parking_lot` mutex over, per class, a list of pages with free blocks

@@ -24,7 +24,7 @@
 //!    shards' walks first.
 //!
 //! The walk follows the key table's tag cursor
-//! ([`crate::key_table::KeyTable::walk`]), which is also storage order, so
+//! (`KeyTable::walk` in `key_table.rs`), which is also storage order, so
 //! it reads memory sequentially (walking the old chained table in bucket
 //! order took most of the driver's time under a write load). Whether a key
 //! is behind the walk depends on its tag alone, so insertions, removals and

@@ -6,9 +6,9 @@
 //! the low 32 bits of each such key's hash, in an open-addressing table of
 //! four-byte slots at most 7/8 full: 4.6 to 6.9 bytes per key as it grows. Two keys may
 //! share those bits, so the table is a multiset (a tag is stored once per
-//! key). Finding the keys behind a sampled tag is one bucket chain of the
-//! key table ([`crate::dict::Dict::with_hash`]), the same walk a lookup
-//! does.
+//! key). Finding the keys behind a sampled tag is one probe of the key
+//! table ([`crate::key_table::KeyTable::with_hash`]), the same walk a
+//! lookup does.
 
 use crate::open_table::{OpenTable, Probed};
 
