@@ -480,6 +480,7 @@ impl KeyTable {
 mod tests {
     use super::*;
     use crate::value::{StrValue, Value};
+    use proptest::prelude::*;
     use std::collections::{BTreeSet, HashSet};
 
     fn entry(key: &[u8]) -> Entry {
@@ -712,6 +713,108 @@ mod tests {
         let mut all = 0;
         t.sample(&mut rng, 1000, |_| {}, |_| all += 1);
         assert_eq!(all, 100);
+    }
+
+    /// A key table operation for the model test.
+    #[derive(Debug, Clone)]
+    enum Op {
+        Insert(u16),
+        Remove(u16),
+        Mark(u16),
+        /// One walk step of at most this many entries.
+        Step(usize),
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// Against a set as the model, half the keys' hashes drawn from a
+        /// few tags so that keys share tags and runs grow long and reach
+        /// the end: every
+        /// operation keeps the invariants, marks stay with their keys, and
+        /// a walk across all the changes reports each key at most once and
+        /// every key present throughout.
+        #[test]
+        fn matches_a_set_model(
+            tags in prop::collection::vec(1u64..0x1_0000, 1..6),
+            ops in prop::collection::vec(
+                prop_oneof![
+                    3 => (0u16..400).prop_map(Op::Insert),
+                    1 => (0u16..400).prop_map(Op::Remove),
+                    1 => (0u16..400).prop_map(Op::Mark),
+                    2 => (1usize..30).prop_map(Op::Step),
+                ],
+                1..600,
+            ),
+        ) {
+            // Even ids share the drawn tags; odd ones get neighbouring tags
+            // from a narrow band at the drawn first one, so that walk steps
+            // end between tags that are taken.
+            let tag_of_id = |id: u64| match id % 2 {
+                0 => tags[(id / 2) as usize % tags.len()],
+                _ => (tags[0] + id % 97).min(0xffff),
+            };
+            let hash_of_id = |id: u64| (id << 32) | (tag_of_id(id) << 16);
+            let hash_of = |key: &[u8]| hash_of_id(std::str::from_utf8(&key[4..]).unwrap().parse().unwrap());
+            let mut t = KeyTable::default();
+            let mut model = BTreeSet::new();
+            let mut marked = BTreeSet::new();
+            let (mut cursor, mut walking, mut seen) = (0, true, Vec::new());
+            let mut steady: Option<BTreeSet<u16>> = None;
+            for op in ops {
+                match op {
+                    Op::Insert(id) if !model.contains(&id) => {
+                        let key = name(usize::from(id));
+                        t.insert_absent(hash_of_id(u64::from(id)), entry(&key));
+                        model.insert(id);
+                    }
+                    Op::Insert(_) => {}
+                    Op::Remove(id) => {
+                        let key = name(usize::from(id));
+                        let gone = t.remove(hash_of_id(u64::from(id)), &key);
+                        prop_assert_eq!(gone.is_some(), model.remove(&id));
+                        marked.remove(&id);
+                        if let Some(s) = steady.as_mut() {
+                            s.remove(&id);
+                        }
+                    }
+                    Op::Mark(id) => {
+                        let key = name(usize::from(id));
+                        if let Some(i) = t.position(hash_of_id(u64::from(id)), &key) {
+                            t.set_marked(i, true);
+                            marked.insert(id);
+                        }
+                    }
+                    // The walk starts once the table has some keys.
+                    Op::Step(n) if walking && (steady.is_some() || model.len() >= 40) => {
+                        let steady = steady.get_or_insert_with(|| model.clone());
+                        cursor = t.walk(cursor, n, |i| {
+                            let key = t.at(i).unwrap().key();
+                            seen.push(std::str::from_utf8(&key[4..]).unwrap().parse::<u16>().unwrap());
+                        });
+                        if cursor == 0 {
+                            walking = false;
+                            let distinct: BTreeSet<u16> = seen.iter().copied().collect();
+                            prop_assert_eq!(distinct.len(), seen.len(), "a key walked twice");
+                            prop_assert!(steady.is_subset(&distinct), "a steady key missed");
+                        }
+                    }
+                    Op::Step(_) => {}
+                }
+                check_hashed(&t, hash_of);
+                let in_table: BTreeSet<u16> = t
+                    .iter()
+                    .map(|e| std::str::from_utf8(&e.key()[4..]).unwrap().parse().unwrap())
+                    .collect();
+                prop_assert_eq!(&in_table, &model);
+                let marked_now: BTreeSet<u16> = t
+                    .iter()
+                    .filter(|e| e.is_marked())
+                    .map(|e| std::str::from_utf8(&e.key()[4..]).unwrap().parse().unwrap())
+                    .collect();
+                prop_assert_eq!(&marked_now, &marked);
+            }
+        }
     }
 
     #[test]
