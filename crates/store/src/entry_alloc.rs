@@ -24,18 +24,25 @@
 //! the block's page, whichever thread frees it. A pool is one
 //! `parking_lot` mutex over, per class, a list of pages with free blocks
 //! and at most one empty page kept for reuse; a page that becomes empty
-//! when another one is kept is unmapped, so memory goes back to the system
-//! after DEL or FLUSHALL.
+//! when another one is kept is released: its memory goes back to the
+//! system (`madvise(MADV_DONTNEED)`) after DEL or FLUSHALL, and its address
+//! waits for the next page any pool needs. Pages are never unmapped, so
+//! the mappings stay as few and as large as the kernel merged them
+//! (unmapping pages here and there would split them, and a process may
+//! only have `vm.max_map_count` of them, 65530 by default).
 //!
 //! # Invariants
 //!
-//! * A page's `pool` and `size` never change after it is mapped; every
-//!   other header field, and the free-list links inside freed blocks, are
-//!   only read or written with that pool's mutex held.
+//! * A page's `pool` and `size` are written when it is taken into use and
+//!   do not change until it is released; every other header field, and the
+//!   free-list links inside freed blocks, are only read or written with
+//!   that pool's mutex held.
 //! * A page is in its class's list of its pool exactly when it has live
 //!   blocks and room for another; the kept empty page is in no list.
-//! * A page is unmapped only when it has no live block, so a live block's
-//!   page (and the pool it points to, which is `'static`) outlives it.
+//! * A page is released only when it has no live block, so a live block's
+//!   page (and the pool it points to, which is `'static`) outlives it, and
+//!   a released page is written anew before any of its blocks is handed
+//!   out again.
 //!
 //! # Accounting
 //!
@@ -220,13 +227,15 @@ struct Pool {
     /// Bytes of live blocks at their class size; written with `lists`
     /// locked, read without.
     live: AtomicUsize,
-    /// Bytes of mapped pages.
+    /// Bytes of the pages in use (not released).
     mapped: AtomicUsize,
 }
 
 /// A set of pools serving blocks: one for the keyspace, more in tests.
 struct Slabs {
     pools: [Pool; POOLS],
+    /// Released pages (addresses), their memory given back, for reuse.
+    released: Mutex<Vec<usize>>,
 }
 
 /// The pools entry blocks come from.
@@ -291,16 +300,6 @@ fn map_page() -> *mut Page {
     }
 }
 
-/// Gives a page back to the system.
-///
-/// # Safety
-/// `page` must be a page from [`map_page`] with no live block, in no list
-/// and not kept, so nothing refers to it.
-unsafe fn unmap_page(page: *mut Page) {
-    // SAFETY: the caller's contract.
-    unsafe { libc::munmap(page.cast(), PAGE) };
-}
-
 impl Slabs {
     const fn new() -> Slabs {
         const EMPTY: Class = Class {
@@ -317,7 +316,31 @@ impl Slabs {
                     mapped: AtomicUsize::new(0),
                 }
             }; POOLS],
+            released: Mutex::new(Vec::new()),
         }
+    }
+
+    /// A page to take into use: a released one, else a new mapping; null
+    /// if the system refuses.
+    fn take_page(&self) -> *mut Page {
+        match self.released.lock().pop() {
+            Some(addr) => addr as *mut Page,
+            None => map_page(),
+        }
+    }
+
+    /// Gives a page's memory back to the system and keeps its address for
+    /// [`Slabs::take_page`].
+    ///
+    /// # Safety
+    /// `page` must be a page from [`map_page`] with no live block, in no
+    /// list and not kept, so nothing refers to it.
+    unsafe fn release_page(&self, page: *mut Page) {
+        // SAFETY: the caller's contract: nothing reads the page, which the
+        // next use (zero-filled then) writes anew. If the kernel refused,
+        // the page would just keep its memory.
+        unsafe { libc::madvise(page.cast(), PAGE, libc::MADV_DONTNEED) };
+        self.released.lock().push(page as usize);
     }
 
     /// A block for `layout` (align at most 8, size not 0), null if out of
@@ -342,7 +365,7 @@ impl Slabs {
         if page.is_null() {
             page = std::mem::replace(&mut lists.classes[c].empty, null_mut());
             if page.is_null() {
-                page = map_page();
+                page = self.take_page();
                 if page.is_null() {
                     return null_mut();
                 }
@@ -416,7 +439,7 @@ impl Slabs {
         let pool = unsafe { &*(*page).pool };
         let size = (c + 1) * GRAIN;
         let mut lists = pool.lists.lock();
-        let mut unmap = null_mut();
+        let mut release = null_mut();
         // SAFETY: the page's header and free list are ours while its
         // pool's mutex is held; `p` is one of its blocks, at least a
         // pointer in size and 8-aligned, and no longer used by the caller.
@@ -436,17 +459,17 @@ impl Slabs {
                     (*page).bump = FIRST as u32;
                     lists.classes[c].empty = page;
                 } else {
-                    unmap = page;
+                    release = page;
                 }
             }
         }
         pool.live
             .store(pool.live.load(Ordering::Relaxed) - size, Ordering::Relaxed);
         drop(lists);
-        if !unmap.is_null() {
+        if !release.is_null() {
             // SAFETY: the page has no live block and was taken out of its
             // list; no other pointer to it remains.
-            unsafe { unmap_page(unmap) };
+            unsafe { self.release_page(release) };
             pool.mapped.fetch_sub(PAGE, Ordering::Relaxed);
         }
     }
@@ -459,7 +482,7 @@ impl Slabs {
             .sum()
     }
 
-    /// Bytes of mapped pages.
+    /// Bytes of the pages in use.
     fn mapped_bytes(&self) -> usize {
         self.pools
             .iter()
@@ -492,8 +515,9 @@ pub fn live_bytes() -> usize {
     ENTRY_SLABS.live_bytes()
 }
 
-/// Bytes of pages mapped for entry blocks, live or free: memory the
-/// process holds besides the global allocator's.
+/// Bytes of the pages in use for entry blocks, live or free (released
+/// pages, their memory given back, do not count): memory the process
+/// holds besides the global allocator's.
 pub fn mapped_bytes() -> usize {
     ENTRY_SLABS.mapped_bytes()
 }
@@ -620,6 +644,23 @@ mod tests {
         assert_eq!(s.mapped_bytes(), PAGE);
         // SAFETY: live, freed once.
         unsafe { s.dealloc(p, l) };
+        // The nine released pages are taken again, for any class, before
+        // anything new is mapped: the same addresses, written anew.
+        let mut released = s.released.lock().clone();
+        assert_eq!(released.len(), 9);
+        let other = layout(200);
+        let per_other = (PAGE - FIRST) / 200;
+        let reused: Vec<*mut u8> = (0..per_other * 9).map(|_| s.alloc(other)).collect();
+        let mut pages: Vec<usize> = reused.iter().map(|&b| b as usize & !(PAGE - 1)).collect();
+        pages.dedup();
+        pages.sort_unstable();
+        released.sort_unstable();
+        assert_eq!(pages, released);
+        assert!(s.released.lock().is_empty());
+        for &b in &reused {
+            // SAFETY: live, freed once.
+            unsafe { s.dealloc(b, other) };
+        }
     }
 
     #[test]
