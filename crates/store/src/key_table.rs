@@ -82,9 +82,10 @@ fn tail_for(homes: usize) -> usize {
 
 /// A table of keyspace entries in tag order (see the module docs).
 ///
-/// Positions (`0..slot_count()`) name slots; any insertion or removal may
-/// move other entries to neighbouring slots, and a resize moves all of
-/// them, so a position is only good until the table next changes.
+/// Positions (indices into the slot array) name slots; any insertion or
+/// removal may move other entries to neighbouring slots, and a resize
+/// moves all of them, so a position is only good until the table next
+/// changes.
 #[derive(Default)]
 pub(crate) struct KeyTable {
     /// `homes` home slots and a short tail (longer when a resize needed
@@ -119,16 +120,11 @@ impl KeyTable {
         ((i as u64) << TAG_BITS).div_ceil(self.homes as u64)
     }
 
-    /// The real tag of the (occupied) slot `i`.
-    #[inline]
-    fn tag_at_slot(&self, i: usize) -> u32 {
-        self.slots[i].as_ref().map_or(0, real_tag)
-    }
-
-    /// The tag of the entry at position `i`, which must hold one; the
+    /// The tag of the entry at position `i` (0 for an empty slot); the
     /// snapshot compares it with its cursor.
+    #[inline]
     pub(crate) fn tag_at(&self, i: usize) -> u32 {
-        self.tag_at_slot(i)
+        self.slots[i].as_ref().map_or(0, real_tag)
     }
 
     /// The position of `key` (hashed to `hash`), if present.
@@ -271,7 +267,7 @@ impl KeyTable {
         }
         loop {
             let mut at = self.home(tag);
-            while at < self.slots.len() && self.slots[at].is_some() && self.tag_at_slot(at) <= tag {
+            while at < self.slots.len() && self.slots[at].is_some() && self.tag_at(at) <= tag {
                 at += 1;
             }
             let free = (at..self.slots.len()).find(|&j| self.slots[j].is_none());
@@ -305,7 +301,7 @@ impl KeyTable {
         let mut end = i + 1;
         while end < self.slots.len()
             && self.slots[end].is_some()
-            && self.home(self.tag_at_slot(end)) < end
+            && self.home(self.tag_at(end)) < end
         {
             end += 1;
         }
