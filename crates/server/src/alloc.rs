@@ -20,7 +20,7 @@ use std::ffi::c_void;
 
 use libmimalloc_sys as mi;
 use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
-use vireo_store::entry_alloc::mimalloc_block_size;
+use vireo_store::entry_alloc::{mimalloc_block_size, MIMALLOC_MODEL_MAX};
 
 const SLOTS: usize = 16;
 
@@ -64,10 +64,6 @@ pub fn used_memory() -> usize {
 /// mimalloc's own aligned path checks each candidate block.)
 const PLAIN_ALIGN: usize = std::mem::size_of::<usize>();
 
-/// Largest request whose block size [`mimalloc_block_size`] works out;
-/// larger ones are rare and ask mimalloc.
-const SMALL_MAX: usize = 64 << 10;
-
 /// Bytes counted for the live block `ptr`, allocated for `size` bytes:
 /// its usable size. (A block `realloc` shrank in place counts as the class
 /// of its new size, slightly less than it holds; what is counted when it
@@ -77,7 +73,7 @@ const SMALL_MAX: usize = 64 << 10;
 /// `ptr` must be a live block from this allocator, asked for with `size`.
 #[inline]
 unsafe fn counted(ptr: *mut u8, size: usize) -> isize {
-    if size <= SMALL_MAX {
+    if size <= MIMALLOC_MODEL_MAX {
         mimalloc_block_size(size) as isize
     } else {
         // SAFETY: the caller's contract.
@@ -198,7 +194,7 @@ mod tests {
     fn block_sizes_are_mimallocs_size_classes() {
         let mut bad = Vec::new();
         let big = [100_000, 300_000, 1 << 20, 3_000_001, 40 << 20];
-        for size in (1..=SMALL_MAX + 1).chain(big) {
+        for size in (1..=MIMALLOC_MODEL_MAX + 1).chain(big) {
             let layout = Layout::from_size_align(size, 8).unwrap();
             // SAFETY: a valid non-zero layout, freed right after.
             let p = unsafe { Counting.alloc(layout) };

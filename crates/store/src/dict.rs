@@ -546,15 +546,14 @@ impl<K: Borrow<[u8]>, V> Dict<K, V> {
     }
 
     /// Inserts an entry whose key the caller knows is absent (it just
-    /// looked): no second walk of the bucket chain. Returns its arena
-    /// position.
+    /// looked): no second walk of the bucket chain.
     ///
     /// # Panics
     ///
     /// If the table would exceed 2^31 - 1 entries.
-    pub fn insert_absent(&mut self, hash: u64, key: K, value: V) -> usize {
+    pub fn insert_absent(&mut self, hash: u64, key: K, value: V) {
         debug_assert!(self.find(stored(hash), key_bytes(&key)).is_none());
-        self.push_new(stored(hash), key, value)
+        self.push_new(stored(hash), key, value);
     }
 
     /// Returns the value for `key`, first inserting the entry built by

@@ -73,10 +73,15 @@ const CLASSES: usize = SLAB_MAX / GRAIN;
 /// meet on a lock.
 const POOLS: usize = 8;
 
+/// Largest request [`mimalloc_block_size`] is exact for (and checked
+/// for); larger ones are rare, and the server asks mimalloc itself.
+pub const MIMALLOC_MODEL_MAX: usize = 64 << 10;
+
 /// The size of the block mimalloc, the global allocator, gives a request of
-/// `size` bytes (its usable size), worked out without a call into C. The
-/// server's counting allocator counts blocks with it, and a test there
-/// checks it against `mi_usable_size` for every size up to 64 KiB.
+/// `size` bytes (its usable size), up to [`MIMALLOC_MODEL_MAX`], worked out
+/// without a call into C. The server's counting allocator counts blocks
+/// with it, and a test there checks it against `mi_usable_size` for every
+/// such size.
 /// mimalloc's size classes are one word, then even numbers of words up to
 /// 8 words (its build aligns blocks of two words or more to 16 bytes), then
 /// four classes per power of two: for a request of `w` words, with `b` the
@@ -127,7 +132,7 @@ fn slab_class(size: usize) -> Option<usize> {
 pub fn block_bytes(size: usize) -> usize {
     match slab_class(size) {
         Some(c) => (c + 1) * GRAIN,
-        None if size <= PAGE => mimalloc_block_size(size),
+        None if size <= MIMALLOC_MODEL_MAX => mimalloc_block_size(size),
         None => size,
     }
 }

@@ -127,9 +127,13 @@ impl KeyTable {
         self.slots[i].as_ref().map_or(0, real_tag)
     }
 
-    /// The position of `key` (hashed to `hash`), if present.
+    /// Calls `f` on each entry a lookup of `hash` looks at, until it
+    /// returns true, and returns that entry's position: from the tag's home
+    /// on, the entries stored with its tag or with none, up to the first
+    /// greater tag or empty slot. Every entry whose key hashes to `hash` is
+    /// among them.
     #[inline]
-    pub(crate) fn position(&self, hash: u64, key: &[u8]) -> Option<usize> {
+    fn probe(&self, hash: u64, mut f: impl FnMut(&Entry) -> bool) -> Option<usize> {
         if self.len == 0 {
             return None;
         }
@@ -137,16 +141,21 @@ impl KeyTable {
         let mut i = self.home(tag);
         while let Some(Some(e)) = self.slots.get(i) {
             let t = e.table_tag();
-            if t == tag || t == 0 {
-                if e.key() == key {
-                    return Some(i);
-                }
-            } else if t > tag {
-                return None;
+            if t > tag {
+                break;
+            }
+            if (t == tag || t == 0) && f(e) {
+                return Some(i);
             }
             i += 1;
         }
         None
+    }
+
+    /// The position of `key` (hashed to `hash`), if present.
+    #[inline]
+    pub(crate) fn position(&self, hash: u64, key: &[u8]) -> Option<usize> {
+        self.probe(hash, |e| e.key() == key)
     }
 
     /// The entry for `key`, if present.
@@ -215,39 +224,23 @@ impl KeyTable {
         if self.len == 0 {
             return;
         }
-        let tag = tag_of(hash);
-        let home = self.home(tag);
         if depth == 0 {
-            prefetch_read(&self.slots[home]);
-            return;
-        }
-        let mut i = home;
-        while let Some(Some(e)) = self.slots.get(i) {
-            match e.table_tag() {
-                t if t == tag => return deep(e),
-                t if t > tag => return,
-                _ => i += 1,
-            }
+            prefetch_read(&self.slots[self.home(tag_of(hash))]);
+        } else {
+            self.probe(hash, |e| {
+                deep(e);
+                true
+            });
         }
     }
 
     /// Calls `f` for every entry whose tag is `hash`'s: the candidates for
     /// a key known only by its hash (the TTL index keeps hashes).
     pub(crate) fn with_hash(&self, hash: u64, mut f: impl FnMut(&Entry)) {
-        if self.len == 0 {
-            return;
-        }
-        let tag = tag_of(hash);
-        let mut i = self.home(tag);
-        while let Some(Some(e)) = self.slots.get(i) {
-            let t = e.table_tag();
-            if t == tag || t == 0 {
-                f(e);
-            } else if t > tag {
-                return;
-            }
-            i += 1;
-        }
+        self.probe(hash, |e| {
+            f(e);
+            false
+        });
     }
 
     /// Every entry, in tag order.
