@@ -4,12 +4,14 @@
 //! choice approximates the exact one without any per-key bookkeeping; the
 //! random policies pick a random key.
 //!
-//! Sampling is per shard: each round samples `maxmemory-samples` keys from
-//! every database of the next non-empty shard, and the pool ranks them
-//! against the candidates of earlier rounds (from other shards). Shards
-//! are only ever locked with `try_lock`, one at a time, so eviction never
-//! waits behind a command (a running MULTI/EXEC keeps its keys) and cannot
-//! take part in a lock cycle.
+//! Under the allkeys policies a round samples the keys that follow a hand
+//! going round the key tables (hash order, so as good as random picks);
+//! under the volatile ones, keys with a TTL from every database of the next
+//! non-empty shard. The pool ranks them against the candidates of earlier
+//! rounds (from other shards). Shards are only ever locked with
+//! `try_lock`, one at a time, so eviction never waits behind a command (a
+//! running MULTI/EXEC keeps its keys) and cannot take part in a lock
+//! cycle.
 
 use crate::dict::{hash_key, prefetch_read};
 use crate::keyspace::{Entry, Key, Keyspace, Shard};
@@ -101,12 +103,10 @@ impl Policy {
 pub const POOL_SIZE: usize = 16;
 
 /// Evictions one sampling round pays for: a round takes this many times
-/// `maxmemory-samples` keys per database at once, and the evictions after
-/// it take the pool's best without sampling again, so each evicted key
-/// still costs `maxmemory-samples` samples, as in Redis. The picks of a
-/// round wait on their cache misses together (`KeyTable::sample`), so a round
-/// of 15 costs about what a round of 5 did: the sampling misses were most
-/// of eviction's time.
+/// `maxmemory-samples` keys at once, and the evictions after it take the
+/// pool's best without sampling again, so each evicted key still costs
+/// `maxmemory-samples` samples, as in Redis. Fewer, longer rounds visit
+/// the shards' locks and tables fewer times.
 const EVICTIONS_PER_ROUND: usize = 3;
 
 /// A candidate for eviction.
@@ -170,8 +170,14 @@ impl Candidates {
 /// The caller keeps one per keyspace behind a lock.
 pub struct EvictionPool {
     cands: Candidates,
-    /// Shard the next sampling round starts from.
+    /// Shard the next sampling round starts from (volatile and random
+    /// policies).
     next_shard: usize,
+    /// Where the allkeys policies' next sampling round starts (see
+    /// [`Keyspace::sample_at_hand`]).
+    hand: Hand,
+    /// The positions a round samples (kept to reuse the allocation).
+    taken: Vec<usize>,
     /// Evictions the last sampling round still pays for (see
     /// [`EVICTIONS_PER_ROUND`]).
     paid_for: usize,
@@ -193,6 +199,12 @@ impl Default for EvictionPool {
             },
             // Pools used side by side start on different shards.
             next_shard: rng.usize(..),
+            hand: Hand {
+                shard: rng.usize(..),
+                db: 0,
+                cursor: 0,
+            },
+            taken: Vec::new(),
             paid_for: 0,
             random_ready: None,
             random_pending: None,
@@ -226,6 +238,24 @@ impl EvictionPool {
     /// True when no candidate is held.
     pub fn is_empty(&self) -> bool {
         self.cands.sorted.is_empty()
+    }
+}
+
+/// Where a sampling hand stands: the next tag of a database of a shard.
+#[derive(Clone, Copy, Debug)]
+struct Hand {
+    shard: usize,
+    db: usize,
+    /// A [`KeyTable::walk`](crate::key_table::KeyTable::walk) cursor.
+    cursor: u64,
+}
+
+impl Hand {
+    /// The first key of the next shard (of `shards`).
+    fn next_shard(&mut self, shards: usize) {
+        self.shard = (self.shard + 1) % shards;
+        self.db = 0;
+        self.cursor = 0;
     }
 }
 
@@ -328,10 +358,83 @@ impl Keyspace {
         }
     }
 
-    /// Samples `samples` keys from every database of the next shard that
-    /// has some into the pool; returns how many it offered (0 when a whole
-    /// pass found nothing).
+    /// Samples about `samples` keys into the pool; returns how many it
+    /// offered (0 when a whole pass found nothing).
     fn sample_round(
+        &self,
+        policy: Policy,
+        samples: usize,
+        decay: u32,
+        pool: &mut EvictionPool,
+    ) -> usize {
+        if policy.volatile_only() {
+            self.sample_volatile(policy, samples, decay, pool)
+        } else {
+            self.sample_at_hand(policy, samples, decay, pool)
+        }
+    }
+
+    /// Samples the `samples` keys that follow the pool's hand in its
+    /// table, moving the hand past them; the hand goes round every table
+    /// in turn. Slots are in hash order, so keys in a row are as unrelated
+    /// in age and use as random picks (Redis samples consecutive buckets
+    /// for the same reason), and the hand reaches every key once per turn.
+    ///
+    /// Unlike random picks, the hand knows what it samples next: each
+    /// round starts loading the next round's entries, which are ready by
+    /// the time it comes (a few commands later), and the slots it reads
+    /// are the ones after the last round's. Reading the sampled keys'
+    /// access clocks, each a miss to memory, was most of the time spent
+    /// evicting when rounds started at random slots of random shards.
+    fn sample_at_hand(
+        &self,
+        policy: Policy,
+        samples: usize,
+        decay: u32,
+        pool: &mut EvictionPool,
+    ) -> usize {
+        let now = crate::clock::now_ms();
+        let shards = self.shard_count();
+        let mut taken = std::mem::take(&mut pool.taken);
+        // A new pool's hand starts at a random shard of any number.
+        pool.hand.shard %= shards;
+        // Every table once at most: a pass that finds no key ends the round.
+        for _ in 0..=shards {
+            let i = pool.hand.shard;
+            let Some(shard) = self.try_lock_shard(i) else {
+                pool.hand.next_shard(shards);
+                continue;
+            };
+            while pool.hand.db < shard.dbs.len() {
+                let db = pool.hand.db;
+                let keys = &shard.dbs[db].keys;
+                taken.clear();
+                let next = keys.walk(pool.hand.cursor, samples, |at| taken.push(at));
+                pool.hand.cursor = next;
+                if next == 0 {
+                    pool.hand.db += 1;
+                } else {
+                    keys.walk(next, samples, |at| keys.at(at).map_or((), Entry::prefetch));
+                }
+                for e in taken.iter().filter_map(|&at| keys.at(at)) {
+                    pool.cands.offer(policy.score(e, now, decay), (i, db), e);
+                }
+                if !taken.is_empty() {
+                    let offered = taken.len();
+                    pool.taken = taken;
+                    return offered;
+                }
+            }
+            pool.hand.next_shard(shards);
+        }
+        pool.taken = taken;
+        0
+    }
+
+    /// Samples `samples` keys with a TTL from every database of the next
+    /// shard that has some into the pool; returns how many it offered (0
+    /// when a whole pass found nothing).
+    fn sample_volatile(
         &self,
         policy: Policy,
         samples: usize,
@@ -346,32 +449,20 @@ impl Keyspace {
             // eviction comes back to it; checking each for keys one by
             // one was a fifth of the time spent evicting.
             for table in shard.dbs.iter() {
-                if policy.volatile_only() {
-                    prefetch_read(&table.volatile);
-                } else {
-                    prefetch_read(&table.keys);
-                }
+                prefetch_read(&table.volatile);
             }
             for (db, table) in shard.dbs.iter().enumerate() {
-                if policy.volatile_only() {
-                    if table.volatile.is_empty() {
-                        continue;
-                    }
-                    table.volatile.sample(&mut pool.rng, samples, |hash| {
-                        table.keys.with_hash(hash, |e| {
-                            if e.expire_at().is_some() {
-                                let score = policy.score(e, now, decay);
-                                pool.cands.offer(score, (i, db), e);
-                            }
-                        });
-                    });
-                } else if !table.keys.is_empty() {
-                    table
-                        .keys
-                        .sample(&mut pool.rng, samples, Entry::prefetch, |e| {
-                            pool.cands.offer(policy.score(e, now, decay), (i, db), e);
-                        });
+                if table.volatile.is_empty() {
+                    continue;
                 }
+                table.volatile.sample(&mut pool.rng, samples, |hash| {
+                    table.keys.with_hash(hash, |e| {
+                        if e.expire_at().is_some() {
+                            let score = policy.score(e, now, decay);
+                            pool.cands.offer(score, (i, db), e);
+                        }
+                    });
+                });
             }
             pool.cands.offered != before
         });
@@ -632,6 +723,29 @@ mod tests {
             let i: usize = std::str::from_utf8(&key[1..]).unwrap().parse().unwrap();
             assert_eq!(i % 2, 1, "a hot key went before a cold one");
         }
+    }
+
+    #[test]
+    fn the_hand_samples_every_key_once_per_turn() {
+        // One shard: the hand goes through its databases, then starts over.
+        let ks = Keyspace::new(3, 1);
+        let mut k = ks.lock_all();
+        for i in 0..500 {
+            k.set(i % 3, format!("k{i}").as_bytes(), v());
+        }
+        drop(k);
+        let mut pool = EvictionPool::default();
+        let mut offered = 0;
+        for turn in 1..=2 {
+            while pool.hand.db < 3 {
+                offered += ks.sample_round(Policy::AllKeysLru, 7, 0, &mut pool);
+            }
+            assert_eq!(offered, 500 * turn);
+            // The next round starts the next turn.
+            pool.hand.db = 0;
+            pool.hand.cursor = 0;
+        }
+        assert_eq!(pool.len(), POOL_SIZE);
     }
 
     #[test]

@@ -421,48 +421,6 @@ impl KeyTable {
     pub(crate) fn random_entry(&self, rng: &mut fastrand::Rng) -> Option<&Entry> {
         self.random_position(rng).and_then(|i| self.at(i))
     }
-
-    /// Reports `n` entries in a row from a random slot on (wrapping), or
-    /// every entry once when `n >= len`, for eviction sampling. Slots are
-    /// in hash order, so neighbours are as unrelated in age and use as
-    /// random picks, which is why Redis samples consecutive buckets too;
-    /// but they share cache lines, so a sample costs a miss per entry
-    /// rather than two. Entries are taken in groups: `prefetch` runs on
-    /// each entry of a group before `f` runs on any, so that the group's
-    /// misses overlap instead of queueing.
-    pub(crate) fn sample(
-        &self,
-        rng: &mut fastrand::Rng,
-        n: usize,
-        prefetch: impl Fn(&Entry),
-        mut f: impl FnMut(&Entry),
-    ) {
-        /// Entries whose misses overlap; Redis's default sample is 5.
-        const GROUP: usize = 16;
-        if n >= self.len {
-            self.iter().for_each(f);
-            return;
-        }
-        let start = rng.usize(..self.slots.len());
-        let mut taken = self.slots[start..]
-            .iter()
-            .chain(&self.slots[..start])
-            .flatten()
-            .take(n);
-        let mut group: [Option<&Entry>; GROUP] = [None; GROUP];
-        loop {
-            let mut k = 0;
-            for (g, e) in group.iter_mut().zip(taken.by_ref()) {
-                prefetch(e);
-                *g = Some(e);
-                k += 1;
-            }
-            if k == 0 {
-                return;
-            }
-            group[..k].iter().flatten().for_each(|e| f(e));
-        }
-    }
 }
 
 #[cfg(test)]
@@ -696,12 +654,6 @@ mod tests {
             seen.insert(t.random_entry(&mut rng).unwrap().key().to_vec());
         }
         assert_eq!(seen.len(), 100);
-        let mut n = 0;
-        t.sample(&mut rng, 5, |_| {}, |_| n += 1);
-        assert_eq!(n, 5);
-        let mut all = 0;
-        t.sample(&mut rng, 1000, |_| {}, |_| all += 1);
-        assert_eq!(all, 100);
     }
 
     /// A key table operation for the model test.

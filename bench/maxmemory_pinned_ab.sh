@@ -1,0 +1,35 @@
+#!/bin/bash
+# Builds side by side, pinned as in maxmemory_pinned.sh (each server one
+# worker on core 0, the load on core 1): per round and build, SET
+# throughput without a limit, then under maxmemory 100mb allkeys-lru
+# (refilled past the limit first), and their ratio. Rounds alternate the
+# builds, so drift in the machine's speed hits all of them alike.
+# Usage: bench/maxmemory_pinned_ab.sh ROUNDS BIN...
+R=$1; shift
+LOAD="--threads 1 --clients 25 --pipeline 16 --ratio 1:0 --key-space 10000000 --key-pattern uniform --data-size 100"
+port=17550
+for b in "$@"; do
+  taskset -c 0 "$b" --port $port --save "" --threads 1 >/dev/null 2>&1 &
+  taskset -c 0 "$b" --port $((port + 1)) --save "" --threads 1 --maxmemory 100mb --maxmemory-policy allkeys-lru >/dev/null 2>&1 &
+  port=$((port + 2))
+done
+sleep 1
+rate() { taskset -c 1 "$1" bench --port "$2" $LOAD --test-time "$3" 2>&1 | grep -E '^ +replies ' | head -1 | awk '{gsub(",", "", $(NF-1)); print $(NF-1)}'; }
+for r in $(seq "$R"); do
+  port=17550
+  for b in "$@"; do
+    redis-cli -p $port flushall >/dev/null
+    unl=$(rate "$b" $port 5)
+    redis-cli -p $((port + 1)) flushall >/dev/null
+    rate "$b" $((port + 1)) 3 >/dev/null
+    lim=$(rate "$b" $((port + 1)) 5)
+    echo "$r $b unlimited $unl limited $lim ratio $(echo "scale=3; $lim / $unl" | bc)"
+    port=$((port + 2))
+  done
+done
+port=17550
+for b in "$@"; do
+  redis-cli -p $port shutdown nosave >/dev/null 2>&1
+  redis-cli -p $((port + 1)) shutdown nosave >/dev/null 2>&1
+  port=$((port + 2))
+done
