@@ -747,15 +747,22 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_hand_samples_every_key_once_per_turn() {
-        // One shard: the hand goes through its databases, then starts over.
-        let ks = Keyspace::new(3, 1);
+    /// A keyspace of three databases holding keys `k0` to `k{n-1}`, key
+    /// `ki` in database `i % 3`.
+    fn three_dbs(shards: usize, n: usize) -> Keyspace {
+        let ks = Keyspace::new(3, shards);
         let mut k = ks.lock_all();
-        for i in 0..500 {
+        for i in 0..n {
             k.set(i % 3, format!("k{i}").as_bytes(), v());
         }
         drop(k);
+        ks
+    }
+
+    #[test]
+    fn the_hand_samples_every_key_once_per_turn() {
+        // One shard: the hand goes through its databases, then starts over.
+        let ks = three_dbs(1, 500);
         let mut pool = EvictionPool::default();
         let mut offered = 0;
         for turn in 1..=2 {
@@ -812,12 +819,7 @@ mod tests {
 
     #[test]
     fn random_eviction_empties_every_shard_and_db() {
-        let ks = Keyspace::new(3, 16);
-        let mut k = ks.lock_all();
-        for i in 0..90 {
-            k.set(i % 3, format!("k{i}").as_bytes(), v());
-        }
-        drop(k);
+        let ks = three_dbs(16, 90);
         assert_eq!(evict_all(&ks, Policy::AllKeysRandom, 5).len(), 90);
         assert!(ks.db_sizes().iter().all(|&(n, _)| n == 0));
     }
