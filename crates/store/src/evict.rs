@@ -130,8 +130,8 @@ struct Candidates {
     /// Keys offered so far (tells a round whether it found any).
     offered: u64,
     /// Buffers of candidates gone, for the next ones' keys: most sampled
-    /// keys enter the pool for a while, and allocating and freeing a copy
-    /// of each was a tenth of the time spent evicting.
+    /// keys enter the pool for a while, and each would otherwise cost an
+    /// allocation and a free.
     spare: Vec<Vec<u8>>,
 }
 
