@@ -1,6 +1,7 @@
 #!/bin/bash
-# Builds side by side, pinned as in maxmemory_pinned.sh (each server one
-# worker on core 0, the load on core 1): per round and build, SET
+# One build or several side by side, pinned (each server one worker on
+# core 0, `vireo bench` on core 1, so the server does not share its core
+# with the client): per round and build, SET
 # throughput without a limit, then under maxmemory 100mb allkeys-lru
 # (refilled past the limit first), and their ratio. Rounds alternate the
 # builds, so drift in the machine's speed hits all of them alike.

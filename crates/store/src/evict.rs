@@ -177,14 +177,10 @@ impl Candidates {
 /// The caller keeps one per keyspace behind a lock.
 pub struct EvictionPool {
     cands: Candidates,
-    /// Shard the next sampling round starts from (volatile and random
-    /// policies).
-    next_shard: usize,
-    /// Where the allkeys policies' next sampling round starts (see
-    /// [`Keyspace::sample_at_hand`]).
+    /// Where the next sampling round starts: the allkeys policies sample
+    /// the keys at the hand (see [`Keyspace::sample_at_hand`]); the others
+    /// take only its shard, going round the shards one by one.
     hand: Hand,
-    /// The positions a round samples (kept to reuse the allocation).
-    taken: Vec<usize>,
     /// Evictions the last sampling round still pays for (see
     /// [`EVICTIONS_PER_ROUND`]).
     paid_for: usize,
@@ -206,13 +202,11 @@ impl Default for EvictionPool {
                 spare: Vec::new(),
             },
             // Pools used side by side start on different shards.
-            next_shard: rng.usize(..),
             hand: Hand {
                 shard: rng.usize(..),
                 db: 0,
                 cursor: 0,
             },
-            taken: Vec::new(),
             paid_for: 0,
             random_ready: None,
             random_pending: None,
@@ -233,8 +227,8 @@ impl EvictionPool {
     /// The shard the round-robin walk over `n` shards visits next, moving
     /// the walk on by one.
     fn take_next_shard(&mut self, n: usize) -> usize {
-        let i = self.next_shard % n;
-        self.next_shard = (i + 1) % n;
+        let i = self.hand.shard(n);
+        self.hand.next_shard(n);
         i
     }
 
@@ -252,6 +246,8 @@ impl EvictionPool {
 /// Where a sampling hand stands: the next tag of a database of a shard.
 #[derive(Clone, Copy, Debug)]
 struct Hand {
+    /// The shard, of any number (a new pool's is random): see
+    /// [`Hand::shard`].
     shard: usize,
     db: usize,
     /// A [`KeyTable::walk`](crate::key_table::KeyTable::walk) cursor.
@@ -259,9 +255,14 @@ struct Hand {
 }
 
 impl Hand {
+    /// The shard the hand is at, of `shards`.
+    fn shard(&self, shards: usize) -> usize {
+        self.shard % shards
+    }
+
     /// The first key of the next shard (of `shards`).
     fn next_shard(&mut self, shards: usize) {
-        self.shard = (self.shard + 1) % shards;
+        self.shard = (self.shard(shards) + 1) % shards;
         self.db = 0;
         self.cursor = 0;
     }
@@ -414,12 +415,9 @@ impl Keyspace {
     ) -> usize {
         let now = crate::clock::now_ms();
         let shards = self.shard_count();
-        let mut taken = std::mem::take(&mut pool.taken);
-        // A new pool's hand starts at a random shard of any number.
-        pool.hand.shard %= shards;
         // Every table once at most: a pass that finds no key ends the round.
         for _ in 0..=shards {
-            let i = pool.hand.shard;
+            let i = pool.hand.shard(shards);
             let Some(shard) = self.try_lock_shard(i) else {
                 pool.hand.next_shard(shards);
                 continue;
@@ -427,26 +425,23 @@ impl Keyspace {
             while pool.hand.db < shard.dbs.len() {
                 let db = pool.hand.db;
                 let keys = &shard.dbs[db].keys;
-                taken.clear();
-                let next = keys.walk(pool.hand.cursor, samples, |at| taken.push(at));
+                let mut offered = 0;
+                let next = keys.scan(pool.hand.cursor, samples, |e| {
+                    pool.cands.offer(policy.score(e, now, decay), (i, db), e);
+                    offered += 1;
+                });
                 pool.hand.cursor = next;
                 if next == 0 {
                     pool.hand.db += 1;
                 } else {
-                    keys.walk(next, samples, |at| keys.at(at).map_or((), Entry::prefetch));
+                    keys.scan(next, samples, Entry::prefetch);
                 }
-                for e in taken.iter().filter_map(|&at| keys.at(at)) {
-                    pool.cands.offer(policy.score(e, now, decay), (i, db), e);
-                }
-                if !taken.is_empty() {
-                    let offered = taken.len();
-                    pool.taken = taken;
+                if offered > 0 {
                     return offered;
                 }
             }
             pool.hand.next_shard(shards);
         }
-        pool.taken = taken;
         0
     }
 
