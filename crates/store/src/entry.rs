@@ -313,9 +313,10 @@ impl Shape {
 ///
 /// The handle also carries bits that belong to the key table holding it
 /// (`key_table.rs`): a 16-bit tag of the key's hash in the address's
-/// unused top bits and the snapshot mark in its alignment bit. They let the
-/// table keep one word per key and reject non-matching keys without
-/// reading their blocks. The entry's own operations ignore and keep them,
+/// unused top bits, and in its alignment bits the snapshot mark and a
+/// 2-bit access generation. They let the table keep one word per key,
+/// reject non-matching keys without reading their blocks, and tell
+/// eviction which keys are older without reading them either. The entry's own operations ignore and keep them,
 /// including those that move it to a new block.
 pub struct Entry {
     block: NonNull<u8>,
@@ -330,6 +331,10 @@ const ADDR_BITS: usize = ((1 << 48) - 1) & !(BLOCK_ALIGN - 1);
 const TAG_SHIFT: u32 = 48;
 /// The snapshot mark's bit in the handle.
 const MARK_BIT: usize = 1;
+/// Where the key table's access generation sits in the handle: the other
+/// two alignment bits.
+const GEN_SHIFT: u32 = 1;
+const GEN_BITS: usize = 3 << GEN_SHIFT;
 
 const _: () = assert!(
     usize::BITS == 64,
@@ -369,12 +374,34 @@ impl Entry {
         (self.block.as_ptr().addr() >> TAG_SHIFT) as u32
     }
 
-    /// Stores the key table's hash tag (16 bits) with the entry.
+    /// Stores the key table's hash tag (16 bits) with the entry, keeping
+    /// the mark and the generation.
     #[inline]
     pub(crate) fn set_table_tag(&mut self, tag: u32) {
         debug_assert!(tag <= u32::from(u16::MAX));
-        let mark = self.table_bits() & MARK_BIT;
-        self.set_table_bits(((tag as usize) << TAG_SHIFT) | mark);
+        let kept = self.table_bits() & (MARK_BIT | GEN_BITS);
+        self.set_table_bits(((tag as usize) << TAG_SHIFT) | kept);
+    }
+
+    /// Drops every bit the key table stored in the handle (the entry
+    /// leaves the table).
+    #[inline]
+    pub(crate) fn clear_table_bits(&mut self) {
+        self.set_table_bits(0);
+    }
+
+    /// The access generation (0-3) the key table stored with the entry.
+    #[inline]
+    pub(crate) fn table_gen(&self) -> u8 {
+        ((self.table_bits() & GEN_BITS) >> GEN_SHIFT) as u8
+    }
+
+    /// Stores the key table's access generation (the low two bits of
+    /// `generation`).
+    #[inline]
+    pub(crate) fn set_table_gen(&mut self, generation: u8) {
+        let bits = self.table_bits() & !GEN_BITS;
+        self.set_table_bits(bits | ((usize::from(generation) << GEN_SHIFT) & GEN_BITS));
     }
 
     /// The snapshot mark the key table keeps with the entry.

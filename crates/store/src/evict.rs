@@ -13,7 +13,10 @@
 //! running MULTI/EXEC keeps its keys) and cannot take part in a lock
 //! cycle.
 
+use std::ops::Range;
+
 use crate::dict::{hash_key, prefetch_read};
+use crate::key_table::KeyTable;
 use crate::keyspace::{Entry, Key, Keyspace, Shard};
 
 /// `maxmemory-policy`: which keys may be evicted and how they are ranked.
@@ -395,17 +398,19 @@ impl Keyspace {
     }
 
     /// Samples the `samples` keys that follow the pool's hand in its
-    /// table, moving the hand past them; the hand goes round every table
-    /// in turn. Slots are in hash order, so keys in a row are as unrelated
-    /// in age and use as random picks (Redis samples consecutive buckets
-    /// for the same reason), and the hand reaches every key once per turn.
+    /// table, moving the hand past them, and returns how many it sampled;
+    /// the hand goes round every table in turn. Slots are in hash order,
+    /// so keys in a row are as unrelated in age and use as random picks
+    /// (Redis samples consecutive buckets for the same reason), and the
+    /// hand reaches every key once per turn.
     ///
-    /// Unlike random picks, the hand knows what it samples next: each
-    /// round starts loading the next round's entries, which are ready by
-    /// the time it comes (a few commands later), and the slots it reads
-    /// are the ones after the last round's. Reading the sampled keys'
-    /// access clocks, each a miss to memory, was most of the time spent
-    /// evicting when rounds started at random slots of random shards.
+    /// Reading a sampled key's access clock is a miss to memory, and was
+    /// most of the time spent evicting. So under LRU a round reads and
+    /// offers only keys of its oldest access generation (see
+    /// `key_table.rs` and [`worth_reading`]), about a third of what it
+    /// samples under a steady SET load. And the hand knows what it samples
+    /// next: each round starts loading the entries the next round will
+    /// read, which are ready by the time it comes (a few commands later).
     fn sample_at_hand(
         &self,
         policy: Policy,
@@ -415,29 +420,34 @@ impl Keyspace {
     ) -> usize {
         let now = crate::clock::now_ms();
         let shards = self.shard_count();
+        // Under LRU a round reads at most the samples of one eviction when
+        // it can tell the older keys (see `worth_reading`).
+        let lru_reads = (policy == Policy::AllKeysLru).then_some(samples / EVICTIONS_PER_ROUND);
         // Every table once at most: a pass that finds no key ends the round.
         for _ in 0..=shards {
             let i = pool.hand.shard(shards);
-            let Some(shard) = self.try_lock_shard(i) else {
+            let Some(mut shard) = self.try_lock_shard(i) else {
                 pool.hand.next_shard(shards);
                 continue;
             };
             while pool.hand.db < shard.dbs.len() {
                 let db = pool.hand.db;
-                let keys = &shard.dbs[db].keys;
-                let mut offered = 0;
-                let next = keys.scan(pool.hand.cursor, samples, |e| {
+                let keys = &mut shard.dbs[db].keys;
+                let (span, next) = keys.hand_step(pool.hand.cursor, samples);
+                let keys = &*keys;
+                let sampled = keys.aged(span.clone()).count();
+                for e in worth_reading(keys, span, lru_reads) {
                     pool.cands.offer(policy.score(e, now, decay), (i, db), e);
-                    offered += 1;
-                });
+                }
                 pool.hand.cursor = next;
                 if next == 0 {
                     pool.hand.db += 1;
                 } else {
-                    keys.scan(next, samples, Entry::prefetch);
+                    let (span, _) = keys.walk_span(next, samples);
+                    worth_reading(keys, span, lru_reads).for_each(Entry::prefetch);
                 }
-                if offered > 0 {
-                    return offered;
+                if sampled > 0 {
+                    return sampled;
                 }
             }
             pool.hand.next_shard(shards);
@@ -577,6 +587,27 @@ impl Keyspace {
         table.keys.prefetch_at(at);
         pool.random_pending = Some((i, db, at));
     }
+}
+
+/// The entries at positions `span` of `keys` that a sampling round reads.
+/// Under LRU (`lru_reads`: how many at most), when the keys there are of
+/// more than one access generation, those of the oldest one up to that
+/// many: every other key was accessed after all of them. When they are all
+/// of one generation (no key was read since the hand went by, or the hand
+/// has not gone round yet), or under another policy, all of them.
+fn worth_reading(
+    keys: &KeyTable,
+    span: Range<usize>,
+    lru_reads: Option<usize>,
+) -> impl Iterator<Item = &Entry> {
+    let mut ages = keys.aged(span.clone()).map(|(_, age)| age);
+    let first = ages.next().unwrap_or(0);
+    let (youngest, oldest) = ages.fold((first, first), |(y, o), a| (y.min(a), o.max(a)));
+    let only_oldest = lru_reads.filter(|_| oldest > youngest);
+    keys.aged(span)
+        .filter(move |&(_, age)| only_oldest.is_none() || age == oldest)
+        .map(|(e, _)| e)
+        .take(only_oldest.unwrap_or(usize::MAX))
 }
 
 impl Shard {
@@ -739,6 +770,39 @@ mod tests {
         for key in &gone[..50] {
             let i: usize = std::str::from_utf8(&key[1..]).unwrap().parse().unwrap();
             assert_eq!(i % 2, 1, "a hot key went before a cold one");
+        }
+    }
+
+    #[test]
+    fn lru_passes_over_keys_read_since_the_hand_went_by() {
+        // Keys made and read within moments: their access clocks (whole
+        // seconds) tie, and only the generations tell the read ones apart.
+        let ks = Keyspace::new(1, 1);
+        let mut k = ks.lock_all();
+        for i in 0..300 {
+            k.set(0, format!("k{i}").as_bytes(), v());
+        }
+        drop(k);
+        // Four walks of the hand: two generations on.
+        let mut pool = EvictionPool::default();
+        for _ in 0..4 {
+            while pool.hand.db == 0 {
+                ks.sample_round(Policy::AllKeysLru, 30, 0, &mut pool);
+            }
+            ks.sample_round(Policy::AllKeysLru, 30, 0, &mut pool);
+        }
+        pool.clear();
+        let mut k = ks.lock_all();
+        for i in (0..300).step_by(3) {
+            k.get_read(0, format!("k{i}").as_bytes());
+        }
+        drop(k);
+        // About two more walks: every round samples some unread key.
+        for _ in 0..100 {
+            let e = ks.evict_one(Policy::AllKeysLru, 5, &mut pool, &mut |_, _| {});
+            let key = e.unwrap().key;
+            let i: usize = std::str::from_utf8(&key[1..]).unwrap().parse().unwrap();
+            assert_ne!(i % 3, 0, "k{i}, read since, went before unread keys");
         }
     }
 

@@ -32,6 +32,17 @@
 //! (with 1024 shards, 60M keys in one database); beyond that keys sharing a
 //! tag share a home and probe a little further.
 //!
+//! # Access generations
+//!
+//! Each slot also keeps two bits of when its key was last accessed: the
+//! table's generation at the time, which moves on every
+//! [`PASSES_PER_GENERATION`] times the eviction hand finishes a walk of the
+//! table ([`KeyTable::hand_step`]). So a key of an older generation was
+//! accessed before one of a newer generation, which is all LRU eviction
+//! needs to pass over most sampled keys without reading their entries (a
+//! miss to memory each; see `evict.rs`). Ages beyond [`OLDEST_AGE`] are
+//! kept at it by the hand as it passes, so the two bits do not wrap.
+//!
 //! # Tags
 //!
 //! A tag is bits 16-31 of the key's hash (the shard takes the top bits),
@@ -40,6 +51,8 @@
 //! it needs the order. Entries the table stores always have their tag; an
 //! entry swapped in through a `&mut Entry` by code that bypasses
 //! [`KeyTable::replace_at`] has none, and is still found.
+
+use std::ops::Range;
 
 use crate::dict::{hash_key, prefetch_read};
 use crate::entry::Entry;
@@ -59,6 +72,18 @@ const MAX_TAIL: usize = 32;
 /// Scan gives up after visiting this many slots per requested entry, so a
 /// call does bounded work even in a sparse stretch.
 const SCAN_SLOTS_PER_ENTRY: usize = 10;
+
+/// Walks of the eviction hand per access generation. Under a steady load
+/// a key lives about `maxmemory-samples` walks (each eviction moves the
+/// hand that many keys on), 5 by default: two walks per generation tell
+/// the last of them (age 2) from the younger ones.
+const PASSES_PER_GENERATION: u32 = 2;
+
+/// The oldest age, in generations, that the generation bits tell apart.
+pub(crate) const OLDEST_AGE: u8 = 2;
+
+/// The two generation bits.
+const GENERATION_MASK: u8 = 3;
 
 /// The tag of a key hash: bits 16-31, never 0.
 #[inline]
@@ -93,6 +118,8 @@ pub(crate) struct KeyTable {
     slots: Box<[Option<Entry>]>,
     homes: usize,
     len: usize,
+    /// Walks of the eviction hand finished (see "Access generations").
+    passes: u32,
 }
 
 impl KeyTable {
@@ -186,8 +213,33 @@ impl KeyTable {
     /// Puts `entry` (same key) at position `i` in place of the entry there,
     /// which it returns.
     pub(crate) fn replace_at(&mut self, i: usize, entry: Entry) -> Option<Entry> {
+        let generation = self.generation();
         let slot = self.at_mut(i)?;
-        Some(slot.replace_keeping_table_bits(entry))
+        let old = slot.replace_keeping_table_bits(entry);
+        slot.set_table_gen(generation);
+        Some(old)
+    }
+
+    /// The generation an access now is stamped with (see "Access
+    /// generations"); whoever records an access to an entry of this table
+    /// through [`KeyTable::at_mut`] stores it with
+    /// [`Entry::set_table_gen`].
+    #[inline]
+    pub(crate) fn generation(&self) -> u8 {
+        (self.passes / PASSES_PER_GENERATION) as u8 & GENERATION_MASK
+    }
+
+    /// How many generations ago `e`, an entry of this table, was last
+    /// accessed, up to [`OLDEST_AGE`].
+    #[inline]
+    fn age(&self, e: &Entry) -> u8 {
+        (self.generation().wrapping_sub(e.table_gen()) & GENERATION_MASK).min(OLDEST_AGE)
+    }
+
+    /// The entries at positions `span` with their ages (see
+    /// [`KeyTable::age`]).
+    pub(crate) fn aged(&self, span: Range<usize>) -> impl Iterator<Item = (&Entry, u8)> + '_ {
+        self.slots[span].iter().flatten().map(|e| (e, self.age(e)))
     }
 
     /// Whether the entry at position `i` carries the snapshot mark (false
@@ -255,6 +307,7 @@ impl KeyTable {
         let tag = tag_of(hash);
         entry.set_table_tag(tag);
         entry.set_marked(false);
+        entry.set_table_gen(self.generation());
         if (self.len + 1) * 8 > self.homes * 7 {
             self.grow();
         }
@@ -288,8 +341,7 @@ impl KeyTable {
     /// that sit past their home move one slot back.
     fn remove_at(&mut self, i: usize) -> Entry {
         let mut gone = self.slots[i].take().expect("remove_at an occupied slot");
-        gone.set_table_tag(0);
-        gone.set_marked(false);
+        gone.clear_table_bits();
         self.len -= 1;
         let mut end = i + 1;
         while end < self.slots.len()
@@ -360,30 +412,45 @@ impl KeyTable {
     /// 0) to the last is reported exactly once, and one added or removed
     /// meanwhile at most once.
     pub(crate) fn walk(&self, cursor: u64, count: usize, mut f: impl FnMut(usize)) -> u64 {
+        let (span, next) = self.walk_span(cursor, count);
+        for i in span {
+            if self.slots[i].is_some() {
+                f(i);
+            }
+        }
+        next
+    }
+
+    /// The step [`KeyTable::walk`] takes: the positions it reports are
+    /// the occupied ones in the returned span (tags are in order, so they
+    /// are all the entries there).
+    pub(crate) fn walk_span(&self, cursor: u64, count: usize) -> (Range<usize>, u64) {
         if self.len == 0 || cursor >= TAG_END {
-            return 0;
+            return (0..0, 0);
         }
         let from = cursor as u32;
         let want = count.max(1);
         let budget = want.saturating_mul(SCAN_SLOTS_PER_ENTRY);
         let start = self.home(from);
         let (mut reported, mut visited, mut last) = (0, 0, None);
+        let mut first = None;
         for i in start..self.slots.len() {
             let enough = reported >= want || visited >= budget;
             match &self.slots[i] {
                 // No entry with a tag homed before `i` sits after it.
                 None if enough && i > start => {
                     let next = self.first_tag_homed_from(i);
-                    return if next >= TAG_END { 0 } else { next };
+                    let next = if next >= TAG_END { 0 } else { next };
+                    return (first.unwrap_or(i)..i, next);
                 }
                 None => {}
                 Some(e) => {
                     let tag = real_tag(e);
                     if tag >= from {
                         if enough && last.is_some_and(|l| tag > l) {
-                            return u64::from(tag);
+                            return (first.unwrap_or(i)..i, u64::from(tag));
                         }
-                        f(i);
+                        first.get_or_insert(i);
                         reported += 1;
                         last = Some(tag);
                     }
@@ -391,7 +458,25 @@ impl KeyTable {
             }
             visited += 1;
         }
-        0
+        let end = self.slots.len();
+        (first.unwrap_or(end)..end, 0)
+    }
+
+    /// One step of the eviction hand: [`KeyTable::walk_span`], keeping the
+    /// ages in the span from growing past [`OLDEST_AGE`] and counting a
+    /// finished walk toward the next generation.
+    pub(crate) fn hand_step(&mut self, cursor: u64, count: usize) -> (Range<usize>, u64) {
+        let (span, next) = self.walk_span(cursor, count);
+        let generation = self.generation();
+        for e in self.slots[span.clone()].iter_mut().flatten() {
+            if generation.wrapping_sub(e.table_gen()) & GENERATION_MASK > OLDEST_AGE {
+                e.set_table_gen(generation.wrapping_sub(OLDEST_AGE));
+            }
+        }
+        if next == 0 {
+            self.passes = self.passes.wrapping_add(1);
+        }
+        (span, next)
     }
 
     /// SCAN's step: [`KeyTable::walk`] handing over the entries.
@@ -440,6 +525,55 @@ mod tests {
 
     fn add(t: &mut KeyTable, key: &[u8]) -> usize {
         t.insert_absent(hash_key(key), entry(key))
+    }
+
+    /// Walks the whole table with the eviction hand.
+    fn hand_walk(t: &mut KeyTable) {
+        let mut cursor = 0;
+        loop {
+            cursor = t.hand_step(cursor, 7).1;
+            if cursor == 0 {
+                break;
+            }
+        }
+    }
+
+    /// The ages of the entries stored under `keys`.
+    fn ages(t: &KeyTable, keys: impl Iterator<Item = usize>) -> BTreeSet<u8> {
+        keys.map(|i| t.age(t.get(hash_key(&name(i)), &name(i)).unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn ages_follow_the_hands_walks_and_stop_at_the_oldest() {
+        let mut t = KeyTable::default();
+        for i in 0..100 {
+            add(&mut t, &name(i));
+        }
+        assert_eq!(ages(&t, 0..100), BTreeSet::from([0]));
+        hand_walk(&mut t);
+        assert_eq!(ages(&t, 0..100), BTreeSet::from([0]));
+        hand_walk(&mut t);
+        assert_eq!(ages(&t, 0..100), BTreeSet::from([1]));
+        // Stored or replaced now: the current generation.
+        add(&mut t, &name(100));
+        let at = t.position(hash_key(&name(7)), &name(7)).unwrap();
+        t.replace_at(at, entry(&name(7)));
+        assert_eq!(ages(&t, [7, 100].into_iter()), BTreeSet::from([0]));
+        // Six more walks: three generations on, so the bits have gone
+        // round (4 generations since the first keys); the hand kept them
+        // at the oldest age instead.
+        for _ in 0..6 {
+            hand_walk(&mut t);
+        }
+        assert_eq!(t.generation(), 0);
+        assert_eq!(ages(&t, 0..101), BTreeSet::from([OLDEST_AGE]));
+        // An entry leaving the table takes none of its bits along.
+        let gone = t.remove(hash_key(&name(3)), &name(3)).unwrap();
+        assert_eq!(
+            (gone.table_tag(), gone.table_gen(), gone.is_marked()),
+            (0, 0, false)
+        );
     }
 
     /// Checks the invariants the module docs state, for keys hashed with

@@ -902,7 +902,9 @@ impl<'a> Keys<'a> {
         if change {
             shard.preserve_at(db, found);
         }
-        let entry = found.and_then(|i| shard.dbs[db].keys.at_mut(i));
+        let keys = &mut shard.dbs[db].keys;
+        let generation = keys.generation();
+        let entry = found.and_then(|i| keys.at_mut(i));
         if stats {
             match entry {
                 Some(_) => shard.stats.keyspace_hits += 1,
@@ -912,6 +914,7 @@ impl<'a> Keys<'a> {
         let entry = entry?;
         if touch {
             entry.touch(now, tuning);
+            entry.set_table_gen(generation);
         }
         Some(entry)
     }
@@ -994,9 +997,13 @@ impl<'a> Keys<'a> {
         self.shard(hash).preserve_at(db, found);
         if let Some(i) = found {
             let (now, tuning) = (self.now, self.ks.lfu_tuning());
-            let entry = self.shard(hash).dbs[db].keys.at_mut(i);
-            if entry.is_some_and(|e| e.overwrite_str(bytes, expire_at, now, tuning)) {
-                return true;
+            let keys = &mut self.shard(hash).dbs[db].keys;
+            let generation = keys.generation();
+            if let Some(e) = keys.at_mut(i) {
+                e.set_table_gen(generation);
+                if e.overwrite_str(bytes, expire_at, now, tuning) {
+                    return true;
+                }
             }
         }
         let entry = Entry::with_key_str(key, bytes, expire_at);
@@ -1009,11 +1016,14 @@ impl<'a> Keys<'a> {
     pub fn set_keep_ttl(&mut self, db: usize, key: &[u8], value: Value) -> bool {
         let now = self.now;
         let tuning = self.ks.lfu_tuning();
+        let generation = self.shard(key_hash(key)).dbs[db].keys.generation();
         let old = match self.lookup(db, key, true, false, false) {
             Some(e) => {
                 let mut fresh = Entry::with_key_value(key, value, e.expire_at());
                 fresh.stamp_new(now, Some(e), tuning);
-                e.replace_keeping_table_bits(fresh)
+                let old = e.replace_keeping_table_bits(fresh);
+                e.set_table_gen(generation);
+                old
             }
             None => return self.set_entry(db, key, Entry::with_key_value(key, value, None)),
         };
