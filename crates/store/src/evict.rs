@@ -785,10 +785,8 @@ mod tests {
         drop(k);
         // Four walks of the hand: two generations on.
         let mut pool = EvictionPool::default();
-        for _ in 0..4 {
-            while pool.hand.db == 0 {
-                ks.sample_round(Policy::AllKeysLru, 30, 0, &mut pool);
-            }
+        let walks = |ks: &Keyspace| ks.try_lock_shard(0).unwrap().dbs[0].keys.passes;
+        while walks(&ks) < 4 {
             ks.sample_round(Policy::AllKeysLru, 30, 0, &mut pool);
         }
         pool.clear();

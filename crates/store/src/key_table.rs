@@ -119,7 +119,7 @@ pub(crate) struct KeyTable {
     homes: usize,
     len: usize,
     /// Walks of the eviction hand finished (see "Access generations").
-    passes: u32,
+    pub(crate) passes: u32,
 }
 
 impl KeyTable {
