@@ -621,10 +621,11 @@ pub(crate) fn alloc(layout: Layout) -> *mut u8 {
 /// after.
 #[inline]
 pub(crate) unsafe fn dealloc(p: *mut u8, layout: Layout) {
-    // SAFETY (both): the caller's contract; a thread whose cache is gone
-    // (it is ending) frees straight to the pages.
+    // SAFETY: the caller's contract.
     let cached = ENTRY_CACHE.try_with(|cache| unsafe { cache.borrow_mut().dealloc(p, layout) });
     if cached.is_err() {
+        // SAFETY: the caller's contract; this thread's cache is gone (the
+        // thread is ending), so the block goes straight to its page.
         unsafe { ENTRY_SLABS.dealloc(p, layout) }
     }
 }

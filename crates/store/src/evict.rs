@@ -1,12 +1,14 @@
 //! Choosing keys to evict under `maxmemory`, as Redis's `evict.c` does:
 //! the LRU, LFU and TTL policies sample a few keys at a time and keep the
 //! best candidates seen so far in a small pool (Redis's `EVPOOL`), so the
-//! choice approximates the exact one without any per-key bookkeeping; the
-//! random policies pick a random key.
+//! choice approximates the exact one without ordering the keys; the random
+//! policies pick a random key.
 //!
 //! Under the allkeys policies a round samples the keys that follow a hand
-//! going round the key tables (hash order, so as good as random picks);
-//! under the volatile ones, keys with a TTL from every database of the next
+//! going round the key tables (hash order, so as good as random picks); under
+//! LRU it reads only those of the oldest access generation among them, which
+//! the key table keeps in each slot (see `key_table.rs`). Under the volatile
+//! policies a round samples keys with a TTL from every database of the next
 //! non-empty shard. The pool ranks them against the candidates of earlier
 //! rounds (from other shards). Shards are only ever locked with
 //! `try_lock`, one at a time, so eviction never waits behind a command (a
@@ -280,9 +282,7 @@ type Pick = (usize, usize, usize);
 pub struct Evicted {
     /// The database it was in.
     pub db: usize,
-    /// The key.
-    pub key: Key,
-    /// Its entry.
+    /// Its entry, which holds the key.
     pub entry: Entry,
 }
 
@@ -378,7 +378,7 @@ impl Keyspace {
         if !qualifies {
             return None;
         }
-        shard.evict(c.db, hash, Key::from(&c.key[..]), on_evicted)
+        shard.evict(c.db, hash, &c.key, on_evicted)
     }
 
     /// Samples about `samples` keys into the pool; returns how many it
@@ -422,7 +422,8 @@ impl Keyspace {
         let shards = self.shard_count();
         // Under LRU a round reads at most the samples of one eviction when
         // it can tell the older keys (see `worth_reading`).
-        let lru_reads = (policy == Policy::AllKeysLru).then_some(samples / EVICTIONS_PER_ROUND);
+        let lru_reads =
+            (policy == Policy::AllKeysLru).then_some((samples / EVICTIONS_PER_ROUND).max(1));
         // Every table once at most: a pass that finds no key ends the round.
         for _ in 0..=shards {
             let i = pool.hand.shard(shards);
@@ -524,7 +525,7 @@ impl Keyspace {
                     (table.keys.random_entry(&mut pool.rng)).map(|e| Key::from(e.key()))
                 };
                 if let Some(key) = key {
-                    evicted = shard.evict(db, hash_key(&key), key, on_evicted);
+                    evicted = shard.evict(db, hash_key(&key), &key, on_evicted);
                     return true;
                 }
             }
@@ -547,7 +548,7 @@ impl Keyspace {
             return None;
         }
         let key = Key::from(shard.dbs[db].keys.at(at)?.key());
-        shard.evict(db, hash_key(&key), key, on_evicted)
+        shard.evict(db, hash_key(&key), &key, on_evicted)
     }
 
     /// Picks `allkeys-random`'s victims two evictions ahead, as the
@@ -618,14 +619,14 @@ impl Shard {
         &mut self,
         db: usize,
         hash: u64,
-        key: Key,
+        key: &[u8],
         on_evicted: &mut dyn FnMut(usize, &[u8]),
     ) -> Option<Evicted> {
-        let entry = self.remove_entry(db, hash, &key)?;
-        self.signal(db, &key);
-        on_evicted(db, &key);
+        let entry = self.remove_entry(db, hash, key)?;
+        self.signal(db, key);
+        on_evicted(db, key);
         self.stats.evicted_keys += 1;
-        Some(Evicted { db, key, entry })
+        Some(Evicted { db, entry })
     }
 }
 
@@ -642,7 +643,7 @@ mod tests {
     fn evict_all(ks: &Keyspace, policy: Policy, samples: usize) -> Vec<Vec<u8>> {
         let mut pool = EvictionPool::default();
         std::iter::from_fn(|| ks.evict_one(policy, samples, &mut pool, &mut |_, _| {}))
-            .map(|e| e.key.to_vec())
+            .map(|e| e.entry.key().to_vec())
             .collect()
     }
 
@@ -732,7 +733,7 @@ mod tests {
                     .unwrap()
             })
             .map(|e| {
-                std::str::from_utf8(&e.key[4..])
+                std::str::from_utf8(&e.entry.key()[4..])
                     .unwrap()
                     .parse::<usize>()
                     .unwrap()
@@ -798,7 +799,8 @@ mod tests {
         // About two more walks: every round samples some unread key.
         for _ in 0..100 {
             let e = ks.evict_one(Policy::AllKeysLru, 5, &mut pool, &mut |_, _| {});
-            let key = e.unwrap().key;
+            let e = e.unwrap();
+            let key = e.entry.key();
             let i: usize = std::str::from_utf8(&key[1..]).unwrap().parse().unwrap();
             assert_ne!(i % 3, 0, "k{i}, read since, went before unread keys");
         }
@@ -896,7 +898,7 @@ mod tests {
         let mut pool = EvictionPool::default();
         let mut evict = |ks: &Keyspace| {
             ks.evict_one(Policy::AllKeysRandom, 5, &mut pool, &mut |_, _| {})
-                .map(|e| (e.db, e.key.to_vec()))
+                .map(|e| (e.db, e.entry.key().to_vec()))
         };
         let mut gone: Vec<_> = (0..3).map(|_| evict(&ks).expect("a key")).collect();
         let mut k = ks.lock_all();
