@@ -778,12 +778,7 @@ mod tests {
     fn lru_passes_over_keys_read_since_the_hand_went_by() {
         // Keys made and read within moments: their access clocks (whole
         // seconds) tie, and only the generations tell the read ones apart.
-        let ks = Keyspace::new(1, 1);
-        let mut k = ks.lock_all();
-        for i in 0..300 {
-            k.set(0, format!("k{i}").as_bytes(), v());
-        }
-        drop(k);
+        let ks = numbered(1, 1, 300);
         // Four walks of the hand: two generations on.
         let mut pool = EvictionPool::default();
         let walks = |ks: &Keyspace| ks.try_lock_shard(0).unwrap().dbs[0].keys.passes;
@@ -804,6 +799,18 @@ mod tests {
             let i: usize = std::str::from_utf8(&key[1..]).unwrap().parse().unwrap();
             assert_ne!(i % 3, 0, "k{i}, read since, went before unread keys");
         }
+    }
+
+    /// A keyspace of `dbs` databases over `shards` shards holding keys
+    /// `k0` to `k{n-1}` in database 0.
+    fn numbered(dbs: usize, shards: usize, n: usize) -> Keyspace {
+        let ks = Keyspace::new(dbs, shards);
+        let mut k = ks.lock_all();
+        for i in 0..n {
+            k.set(0, format!("k{i}").as_bytes(), v());
+        }
+        drop(k);
+        ks
     }
 
     /// A keyspace of three databases holding keys `k0` to `k{n-1}`, key
@@ -889,12 +896,7 @@ mod tests {
     /// once, until none is left.
     #[test]
     fn random_picks_made_ahead_survive_deletes_and_swaps() {
-        let ks = Keyspace::new(2, 2);
-        let mut k = ks.lock_all();
-        for i in 0..100 {
-            k.set(0, format!("k{i}").as_bytes(), v());
-        }
-        drop(k);
+        let ks = numbered(2, 2, 100);
         let mut pool = EvictionPool::default();
         let mut evict = |ks: &Keyspace| {
             ks.evict_one(Policy::AllKeysRandom, 5, &mut pool, &mut |_, _| {})
