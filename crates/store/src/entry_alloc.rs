@@ -53,7 +53,7 @@
 //! the eviction's free waited on the victim's page header (a miss to
 //! memory, 9% of a worker under a SET load) which the next allocation then
 //! read again. A cached block stays live for its page (so the page is not
-//! released), and its thread counts it apart ([`Pool::cached`]) so that it
+//! released), and its thread counts it apart (`Pool::cached`) so that it
 //! is not counted as used.
 //!
 //! # Accounting
