@@ -18,7 +18,7 @@
 use std::ops::Range;
 
 use crate::dict::{hash_key, prefetch_read};
-use crate::key_table::KeyTable;
+use crate::key_table::{KeyTable, SpanAges};
 use crate::keyspace::{Entry, Key, Keyspace, Shard};
 
 /// `maxmemory-policy`: which keys may be evicted and how they are ranked.
@@ -434,21 +434,23 @@ impl Keyspace {
             while pool.hand.db < shard.dbs.len() {
                 let db = pool.hand.db;
                 let keys = &mut shard.dbs[db].keys;
-                let (span, next) = keys.hand_step(pool.hand.cursor, samples);
+                let (span, next, ages) = keys.hand_step(pool.hand.cursor, samples);
                 let keys = &*keys;
-                let sampled = keys.aged(span.clone()).count();
-                for e in worth_reading(keys, span, lru_reads) {
+                for e in worth_reading(keys, span.clone(), ages, lru_reads) {
                     pool.cands.offer(policy.score(e, now, decay), (i, db), e);
                 }
                 pool.hand.cursor = next;
                 if next == 0 {
                     pool.hand.db += 1;
                 } else {
-                    let (span, _) = keys.walk_span(next, samples);
-                    worth_reading(keys, span, lru_reads).for_each(Entry::prefetch);
+                    // The next round starts where this one stopped, unless
+                    // the table changes before it (these loads are hints).
+                    let ahead = span.end..span.end + span.len();
+                    let ahead_ages = keys.span_ages(ahead.clone());
+                    worth_reading(keys, ahead, ahead_ages, lru_reads).for_each(Entry::prefetch);
                 }
-                if sampled > 0 {
-                    return sampled;
+                if ages.entries > 0 {
+                    return ages.entries;
                 }
             }
             pool.hand.next_shard(shards);
@@ -590,7 +592,8 @@ impl Keyspace {
     }
 }
 
-/// The entries at positions `span` of `keys` that a sampling round reads.
+/// The entries at positions `span` of `keys` (whose ages are `ages`) that
+/// a sampling round reads.
 /// Under LRU (`lru_reads`: how many at most), when the keys there are of
 /// more than one access generation, those of the oldest one up to that
 /// many: every other key was accessed after all of them. When they are all
@@ -599,14 +602,12 @@ impl Keyspace {
 fn worth_reading(
     keys: &KeyTable,
     span: Range<usize>,
+    ages: SpanAges,
     lru_reads: Option<usize>,
 ) -> impl Iterator<Item = &Entry> {
-    let mut ages = keys.aged(span.clone()).map(|(_, age)| age);
-    let first = ages.next().unwrap_or(0);
-    let (youngest, oldest) = ages.fold((first, first), |(y, o), a| (y.min(a), o.max(a)));
-    let only_oldest = lru_reads.filter(|_| oldest > youngest);
+    let only_oldest = lru_reads.filter(|_| ages.oldest > ages.youngest);
     keys.aged(span)
-        .filter(move |&(_, age)| only_oldest.is_none() || age == oldest)
+        .filter(move |&(_, age)| only_oldest.is_none() || age == ages.oldest)
         .map(|(e, _)| e)
         .take(only_oldest.unwrap_or(usize::MAX))
 }

@@ -105,6 +105,33 @@ fn tail_for(homes: usize) -> usize {
     (homes / 8).clamp(2, MAX_TAIL)
 }
 
+/// The entries in a span of slots, and the youngest and oldest of their
+/// ages (see "Access generations").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct SpanAges {
+    pub(crate) entries: usize,
+    pub(crate) youngest: u8,
+    pub(crate) oldest: u8,
+}
+
+impl SpanAges {
+    /// These with one more entry, of age `age`.
+    fn with(self, age: u8) -> SpanAges {
+        match self.entries {
+            0 => SpanAges {
+                entries: 1,
+                youngest: age,
+                oldest: age,
+            },
+            n => SpanAges {
+                entries: n + 1,
+                youngest: self.youngest.min(age),
+                oldest: self.oldest.max(age),
+            },
+        }
+    }
+}
+
 /// A table of keyspace entries in tag order (see the module docs).
 ///
 /// Positions (indices into the slot array) name slots; any insertion or
@@ -236,10 +263,19 @@ impl KeyTable {
         (self.generation().wrapping_sub(e.table_gen()) & GENERATION_MASK).min(OLDEST_AGE)
     }
 
-    /// The entries at positions `span` with their ages (see
-    /// [`KeyTable::age`]).
+    /// The entries at positions `span` (as far as the table goes) with
+    /// their ages (see [`KeyTable::age`]).
     pub(crate) fn aged(&self, span: Range<usize>) -> impl Iterator<Item = (&Entry, u8)> + '_ {
-        self.slots[span].iter().flatten().map(|e| (e, self.age(e)))
+        let end = span.end.min(self.slots.len());
+        let slots = self.slots.get(span.start..end).unwrap_or_default();
+        slots.iter().flatten().map(|e| (e, self.age(e)))
+    }
+
+    /// How many entries the slots at positions `span` hold, and the range
+    /// of their ages.
+    pub(crate) fn span_ages(&self, span: Range<usize>) -> SpanAges {
+        self.aged(span)
+            .fold(SpanAges::default(), |a, (_, age)| a.with(age))
     }
 
     /// Whether the entry at position `i` carries the snapshot mark (false
@@ -462,21 +498,25 @@ impl KeyTable {
         (first.unwrap_or(end)..end, 0)
     }
 
-    /// One step of the eviction hand: [`KeyTable::walk_span`], keeping the
-    /// ages in the span from growing past [`OLDEST_AGE`] and counting a
-    /// finished walk toward the next generation.
-    pub(crate) fn hand_step(&mut self, cursor: u64, count: usize) -> (Range<usize>, u64) {
+    /// One step of the eviction hand: [`KeyTable::walk_span`] with the
+    /// [`SpanAges`] of its span, keeping the ages there from growing past
+    /// [`OLDEST_AGE`] and counting a finished walk toward the next
+    /// generation.
+    pub(crate) fn hand_step(&mut self, cursor: u64, count: usize) -> (Range<usize>, u64, SpanAges) {
         let (span, next) = self.walk_span(cursor, count);
         let generation = self.generation();
+        let mut ages = SpanAges::default();
         for e in self.slots[span.clone()].iter_mut().flatten() {
-            if generation.wrapping_sub(e.table_gen()) & GENERATION_MASK > OLDEST_AGE {
+            let age = generation.wrapping_sub(e.table_gen()) & GENERATION_MASK;
+            if age > OLDEST_AGE {
                 e.set_table_gen(generation.wrapping_sub(OLDEST_AGE));
             }
+            ages = ages.with(age.min(OLDEST_AGE));
         }
         if next == 0 {
             self.passes = self.passes.wrapping_add(1);
         }
-        (span, next)
+        (span, next, ages)
     }
 
     /// SCAN's step: [`KeyTable::walk`] handing over the entries.
