@@ -149,16 +149,18 @@ pub fn perform_evictions(server: &Server) -> EvictResult {
     if server.pause.active() != 0 {
         return EvictResult::Ok;
     }
-    let result = if used_for_eviction(server) <= limit {
+    let used = used_for_eviction(server);
+    let result = if used <= limit {
         EvictResult::Ok
     } else {
-        evict_until_under(server, limit)
+        evict_until_under(server, used, limit)
     };
     server.evictor.record(result);
     result
 }
 
-fn evict_until_under(server: &Server, limit: u64) -> EvictResult {
+/// Evicts keys until used memory, `used` now, is not over `limit`.
+fn evict_until_under(server: &Server, mut used: u64, limit: u64) -> EvictResult {
     let config = &server.config;
     let policy = config.eviction_policy();
     if policy == Policy::NoEviction {
@@ -180,7 +182,7 @@ fn evict_until_under(server: &Server, limit: u64) -> EvictResult {
         || budget.is_some_and(|b| start.get_or_insert_with(Instant::now).elapsed() >= b);
     let mut pool = server.evictor.lock_pool();
     let mut evicted = 0u64;
-    while used_for_eviction(server) > limit {
+    while used > limit {
         let mut log = |db: usize, key: &[u8]| crate::aof::log_deletion(server, db, key, lazy);
         let Some(ev) = server
             .keyspace
@@ -201,6 +203,7 @@ fn evict_until_under(server: &Server, limit: u64) -> EvictResult {
         if evicted.is_multiple_of(16) && over_budget() {
             return EvictResult::Running;
         }
+        used = used_for_eviction(server);
     }
     EvictResult::Ok
 }
