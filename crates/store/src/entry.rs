@@ -316,8 +316,9 @@ impl Shape {
 /// unused top bits, and in its alignment bits the snapshot mark and a
 /// 2-bit access generation. They let the table keep one word per key,
 /// reject non-matching keys without reading their blocks, and tell
-/// eviction which keys are older without reading them either. The entry's own operations ignore and keep them,
-/// including those that move it to a new block.
+/// eviction which keys are older without reading them either. The entry's
+/// own operations ignore and keep them, including those that move it to a
+/// new block.
 pub struct Entry {
     block: NonNull<u8>,
 }

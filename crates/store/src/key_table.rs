@@ -74,13 +74,14 @@ const MAX_TAIL: usize = 32;
 const SCAN_SLOTS_PER_ENTRY: usize = 10;
 
 /// Walks of the eviction hand per access generation. Under a steady load
-/// a key lives about `maxmemory-samples` walks (each eviction moves the
-/// hand that many keys on), 5 by default: two walks per generation tell
-/// the last of them (age 2) from the younger ones.
+/// a key lives `maxmemory-samples` walks on average (each eviction moves
+/// the hand that many keys on), 5 by default. Of 2, 3, 4 or 6 walks per
+/// generation, 2 left the fewest keys in a round's oldest generation
+/// (BENCHMARKS.md, issue 6, session 14).
 const PASSES_PER_GENERATION: u32 = 2;
 
 /// The oldest age, in generations, that the generation bits tell apart.
-pub(crate) const OLDEST_AGE: u8 = 2;
+const OLDEST_AGE: u8 = 2;
 
 /// The two generation bits.
 const GENERATION_MASK: u8 = 3;
