@@ -104,6 +104,22 @@ impl Policy {
     }
 }
 
+/// How a sampling round ranks what it reads: by the policy, as of one
+/// moment.
+#[derive(Clone, Copy)]
+struct Ranking {
+    policy: Policy,
+    now_ms: u64,
+    decay_minutes: u32,
+}
+
+impl Ranking {
+    /// `e`'s score (see [`Policy::score`]).
+    fn score(self, e: &Entry) -> u64 {
+        self.policy.score(e, self.now_ms, self.decay_minutes)
+    }
+}
+
 /// How many candidates the pool keeps (Redis's `EVPOOL_SIZE`).
 pub const POOL_SIZE: usize = 16;
 
@@ -382,7 +398,7 @@ impl Keyspace {
     }
 
     /// Samples about `samples` keys into the pool; returns how many it
-    /// offered (0 when a whole pass found nothing).
+    /// sampled (0 when a whole pass found nothing).
     fn sample_round(
         &self,
         policy: Policy,
@@ -390,10 +406,15 @@ impl Keyspace {
         decay: u32,
         pool: &mut EvictionPool,
     ) -> usize {
+        let rank = Ranking {
+            policy,
+            now_ms: crate::clock::now_ms(),
+            decay_minutes: decay,
+        };
         if policy.volatile_only() {
-            self.sample_volatile(policy, samples, decay, pool)
+            self.sample_volatile(rank, samples, pool)
         } else {
-            self.sample_at_hand(policy, samples, decay, pool)
+            self.sample_at_hand(rank, samples, pool)
         }
     }
 
@@ -411,19 +432,12 @@ impl Keyspace {
     /// samples under a steady SET load. And the hand knows what it samples
     /// next: each round starts loading the entries the next round will
     /// read, which are ready by the time it comes (a few commands later).
-    fn sample_at_hand(
-        &self,
-        policy: Policy,
-        samples: usize,
-        decay: u32,
-        pool: &mut EvictionPool,
-    ) -> usize {
-        let now = crate::clock::now_ms();
+    fn sample_at_hand(&self, rank: Ranking, samples: usize, pool: &mut EvictionPool) -> usize {
         let shards = self.shard_count();
         // Under LRU a round reads at most the samples of one eviction when
         // it can tell the older keys (see `worth_reading`).
         let lru_reads =
-            (policy == Policy::AllKeysLru).then_some((samples / EVICTIONS_PER_ROUND).max(1));
+            (rank.policy == Policy::AllKeysLru).then_some((samples / EVICTIONS_PER_ROUND).max(1));
         // Every table once at most: a pass that finds no key ends the round.
         for _ in 0..=shards {
             let i = pool.hand.shard(shards);
@@ -437,7 +451,7 @@ impl Keyspace {
                 let (span, next, ages) = keys.hand_step(pool.hand.cursor, samples);
                 let keys = &*keys;
                 for e in worth_reading(keys, span.clone(), ages, lru_reads) {
-                    pool.cands.offer(policy.score(e, now, decay), (i, db), e);
+                    pool.cands.offer(rank.score(e), (i, db), e);
                 }
                 pool.hand.cursor = next;
                 if next == 0 {
@@ -461,14 +475,7 @@ impl Keyspace {
     /// Samples `samples` keys with a TTL from every database of the next
     /// shard that has some into the pool; returns how many it offered (0
     /// when a whole pass found nothing).
-    fn sample_volatile(
-        &self,
-        policy: Policy,
-        samples: usize,
-        decay: u32,
-        pool: &mut EvictionPool,
-    ) -> usize {
-        let now = crate::clock::now_ms();
+    fn sample_volatile(&self, rank: Ranking, samples: usize, pool: &mut EvictionPool) -> usize {
         let start = pool.cands.offered;
         self.visit_shards(pool, |i, shard, pool| {
             let before = pool.cands.offered;
@@ -485,8 +492,7 @@ impl Keyspace {
                 table.volatile.sample(&mut pool.rng, samples, |hash| {
                     table.keys.with_hash(hash, |e| {
                         if e.expire_at().is_some() {
-                            let score = policy.score(e, now, decay);
-                            pool.cands.offer(score, (i, db), e);
+                            pool.cands.offer(rank.score(e), (i, db), e);
                         }
                     });
                 });

@@ -106,9 +106,15 @@ fn tail_for(homes: usize) -> usize {
     (homes / 8).clamp(2, MAX_TAIL)
 }
 
+/// Generations from `e`'s to `generation`, modulo the four the bits hold.
+#[inline]
+fn generations_since(generation: u8, e: &Entry) -> u8 {
+    generation.wrapping_sub(e.table_gen()) & GENERATION_MASK
+}
+
 /// The entries in a span of slots, and the youngest and oldest of their
 /// ages (see "Access generations").
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct SpanAges {
     pub(crate) entries: usize,
     pub(crate) youngest: u8,
@@ -116,19 +122,19 @@ pub(crate) struct SpanAges {
 }
 
 impl SpanAges {
+    /// No entry (youngest above oldest).
+    const NONE: SpanAges = SpanAges {
+        entries: 0,
+        youngest: u8::MAX,
+        oldest: 0,
+    };
+
     /// These with one more entry, of age `age`.
     fn with(self, age: u8) -> SpanAges {
-        match self.entries {
-            0 => SpanAges {
-                entries: 1,
-                youngest: age,
-                oldest: age,
-            },
-            n => SpanAges {
-                entries: n + 1,
-                youngest: self.youngest.min(age),
-                oldest: self.oldest.max(age),
-            },
+        SpanAges {
+            entries: self.entries + 1,
+            youngest: self.youngest.min(age),
+            oldest: self.oldest.max(age),
         }
     }
 }
@@ -261,7 +267,7 @@ impl KeyTable {
     /// accessed, up to [`OLDEST_AGE`].
     #[inline]
     fn age(&self, e: &Entry) -> u8 {
-        (self.generation().wrapping_sub(e.table_gen()) & GENERATION_MASK).min(OLDEST_AGE)
+        generations_since(self.generation(), e).min(OLDEST_AGE)
     }
 
     /// The entries at positions `span` (as far as the table goes) with
@@ -276,7 +282,7 @@ impl KeyTable {
     /// of their ages.
     pub(crate) fn span_ages(&self, span: Range<usize>) -> SpanAges {
         self.aged(span)
-            .fold(SpanAges::default(), |a, (_, age)| a.with(age))
+            .fold(SpanAges::NONE, |a, (_, age)| a.with(age))
     }
 
     /// Whether the entry at position `i` carries the snapshot mark (false
@@ -506,9 +512,9 @@ impl KeyTable {
     pub(crate) fn hand_step(&mut self, cursor: u64, count: usize) -> (Range<usize>, u64, SpanAges) {
         let (span, next) = self.walk_span(cursor, count);
         let generation = self.generation();
-        let mut ages = SpanAges::default();
+        let mut ages = SpanAges::NONE;
         for e in self.slots[span.clone()].iter_mut().flatten() {
-            let age = generation.wrapping_sub(e.table_gen()) & GENERATION_MASK;
+            let age = generations_since(generation, e);
             if age > OLDEST_AGE {
                 e.set_table_gen(generation.wrapping_sub(OLDEST_AGE));
             }

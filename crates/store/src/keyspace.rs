@@ -1014,21 +1014,15 @@ impl<'a> Keys<'a> {
     /// Stores `value` under `key`, keeping an existing TTL; true if it
     /// replaced a key.
     pub fn set_keep_ttl(&mut self, db: usize, key: &[u8], value: Value) -> bool {
-        let now = self.now;
-        let tuning = self.ks.lfu_tuning();
-        let generation = self.shard(key_hash(key)).dbs[db].keys.generation();
-        let old = match self.lookup(db, key, true, false, false) {
-            Some(e) => {
-                let mut fresh = Entry::with_key_value(key, value, e.expire_at());
-                fresh.stamp_new(now, Some(e), tuning);
-                let old = e.replace_keeping_table_bits(fresh);
-                e.set_table_gen(generation);
-                old
-            }
-            None => return self.set_entry(db, key, Entry::with_key_value(key, value, None)),
-        };
-        self.ks.disposal.server_deleted(old);
-        true
+        let hash = key_hash(key);
+        let found = self.find_live(db, hash, key);
+        let shard = self.shard(hash);
+        shard.preserve_at(db, found);
+        let expire = found
+            .and_then(|i| shard.dbs[db].keys.at(i))
+            .and_then(Entry::expire_at);
+        let old = self.store_found(db, hash, found, Entry::with_key_value(key, value, expire));
+        self.dispose_server_deleted(old)
     }
 
     /// Stores a whole entry (value and TTL) under `key`; true if it
