@@ -355,6 +355,13 @@ impl Entry {
         self.block.as_ptr().map_addr(|a| a & ADDR_BITS)
     }
 
+    /// The address of the entry's block: no other live entry has it, so
+    /// it names the entry (eviction keeps it instead of a copy of the key).
+    #[inline]
+    pub(crate) fn addr(&self) -> usize {
+        self.ptr().addr()
+    }
+
     /// The handle bits that are not the address.
     #[inline]
     fn table_bits(&self) -> usize {

@@ -17,9 +17,9 @@
 
 use std::ops::Range;
 
-use crate::dict::{hash_key, prefetch_read};
-use crate::key_table::{KeyTable, SpanAges};
-use crate::keyspace::{Entry, Key, Keyspace, Shard};
+use crate::dict::prefetch_read;
+use crate::key_table::{real_tag, KeyTable, SpanAges};
+use crate::keyspace::{Entry, Keyspace, Shard};
 
 /// `maxmemory-policy`: which keys may be evicted and how they are ranked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -130,66 +130,116 @@ pub const POOL_SIZE: usize = 16;
 /// the shards' locks and tables fewer times.
 const EVICTIONS_PER_ROUND: usize = 3;
 
-/// A candidate for eviction.
-#[derive(Debug)]
+/// A candidate for eviction: where its entry is and how good it is, with
+/// no copy of the key. Eviction finds the entry again from the table's
+/// handles alone, by its tag and block address (see
+/// [`KeyTable::position_of_addr`]).
+#[derive(Clone, Copy, Debug, Default)]
 struct Candidate {
     score: u64,
-    /// The key's shard, so that evicting it need not hash the key to
-    /// find it.
-    shard: usize,
-    db: usize,
-    /// The key table's tag of the key (see [`Entry::table_tag`]), which
-    /// tells most other keys apart without comparing bytes.
+    /// The entry's block address ([`Entry::addr`]). A key deleted since it
+    /// was sampled may have left its block to a new key of the same tag
+    /// in the same table, which is then evicted in its place: as rare as
+    /// the same 26 bits of two hashes, and any key may go under the
+    /// allkeys policies (the volatile ones check for a TTL first).
+    addr: usize,
+    /// The key's shard, database and tag in the key table (see
+    /// [`Entry::table_tag`]).
+    shard: u32,
+    db: u32,
     tag: u32,
-    key: Vec<u8>,
 }
 
-/// Candidates sorted by ascending score: the best is last.
+/// The pool's candidates: a short array kept sorted by insertion, which
+/// moves a few 32-byte candidates per offer.
 #[derive(Default)]
 struct Candidates {
-    sorted: Vec<Candidate>,
+    /// The first `held` are sorted by ascending score: the best is last.
+    /// The others have address 0, which no entry has.
+    sorted: [Candidate; POOL_SIZE],
+    held: usize,
     /// Keys offered so far (tells a round whether it found any).
     offered: u64,
-    /// Buffers of candidates gone, for the next ones' keys: most sampled
-    /// keys enter the pool for a while, and each would otherwise cost an
-    /// allocation and a free.
-    spare: Vec<Vec<u8>>,
 }
 
 impl Candidates {
     /// Adds a sampled entry, keeping only the [`POOL_SIZE`] best.
     fn offer(&mut self, score: u64, (shard, db): (usize, usize), e: &Entry) {
-        let (tag, key) = (e.table_tag(), e.key());
         self.offered += 1;
-        let sorted = &mut self.sorted;
-        if sorted.len() == POOL_SIZE && score <= sorted[0].score {
+        if self.held == POOL_SIZE && score <= self.sorted[0].score {
             // Worse than everything held (an older entry for the same key
             // may stay: it is checked again before eviction anyway).
             return;
         }
-        if let Some(i) = sorted
+        let addr = e.addr();
+        // All slots, without stopping at a match, which the compiler turns
+        // into a few wide compares: most offers find none.
+        if self
+            .sorted
             .iter()
-            .position(|c| c.tag == tag && c.db == db && *c.key == *key)
+            .fold(false, |seen, c| seen | (c.addr == addr))
         {
             // Sampled again: its score is fresher now.
-            self.spare.push(sorted.remove(i).key);
-        } else if sorted.len() == POOL_SIZE {
-            self.spare.push(sorted.remove(0).key);
+            self.remove(addr);
         }
-        let mut copy = self.spare.pop().unwrap_or_default();
-        copy.clear();
-        copy.extend_from_slice(key);
-        let at = sorted.partition_point(|c| c.score <= score);
-        sorted.insert(
-            at,
-            Candidate {
-                score,
-                shard,
-                db,
-                tag,
-                key: copy,
-            },
-        );
+        self.insert(Candidate {
+            score,
+            addr,
+            shard: shard as u32,
+            db: db as u32,
+            tag: real_tag(e),
+        });
+    }
+
+    /// Puts `new` in its place by score, before the candidates of equal
+    /// score, as Redis does (of a tie, the one sampled first goes first);
+    /// when all slots are held, the worst makes room, `new` being better.
+    fn insert(&mut self, new: Candidate) {
+        let sorted = &mut self.sorted;
+        if self.held < POOL_SIZE {
+            let mut at = self.held;
+            while at > 0 && sorted[at - 1].score >= new.score {
+                sorted[at] = sorted[at - 1];
+                at -= 1;
+            }
+            sorted[at] = new;
+            self.held += 1;
+        } else {
+            let mut at = 0;
+            while at + 1 < POOL_SIZE && sorted[at + 1].score < new.score {
+                sorted[at] = sorted[at + 1];
+                at += 1;
+            }
+            sorted[at] = new;
+        }
+    }
+
+    /// Takes out the held candidate for the entry at `addr`.
+    fn remove(&mut self, addr: usize) {
+        let held = &mut self.sorted[..self.held];
+        if let Some(i) = held.iter().position(|c| c.addr == addr) {
+            held.copy_within(i + 1.., i);
+            self.held -= 1;
+            self.sorted[self.held] = Candidate::default();
+        }
+    }
+
+    /// Takes out the best candidate.
+    fn pop_best(&mut self) -> Option<Candidate> {
+        self.held = self.held.checked_sub(1)?;
+        Some(std::mem::take(&mut self.sorted[self.held]))
+    }
+
+    /// Forgets every candidate.
+    fn clear(&mut self) {
+        self.sorted = Default::default();
+        self.held = 0;
+    }
+
+    /// The candidates held, worst first.
+    #[cfg(test)]
+    fn held(&self) -> &[Candidate] {
+        &self.sorted[..self.held]
     }
 }
 
@@ -217,11 +267,7 @@ impl Default for EvictionPool {
     fn default() -> Self {
         let mut rng = fastrand::Rng::new();
         EvictionPool {
-            cands: Candidates {
-                sorted: Vec::with_capacity(POOL_SIZE),
-                offered: 0,
-                spare: Vec::new(),
-            },
+            cands: Candidates::default(),
             // Pools used side by side start on different shards.
             hand: Hand {
                 shard: rng.usize(..),
@@ -239,7 +285,7 @@ impl Default for EvictionPool {
 impl EvictionPool {
     /// Forgets every candidate (the policy changed, or the data was flushed).
     pub fn clear(&mut self) {
-        self.cands.sorted.clear();
+        self.cands.clear();
         self.paid_for = 0;
         self.random_ready = None;
         self.random_pending = None;
@@ -255,12 +301,12 @@ impl EvictionPool {
 
     /// Number of candidates held.
     pub fn len(&self) -> usize {
-        self.cands.sorted.len()
+        self.cands.held
     }
 
     /// True when no candidate is held.
     pub fn is_empty(&self) -> bool {
-        self.cands.sorted.is_empty()
+        self.cands.held == 0
     }
 }
 
@@ -271,8 +317,8 @@ struct Hand {
     /// [`Hand::shard`].
     shard: usize,
     db: usize,
-    /// A [`KeyTable::walk`](crate::key_table::KeyTable::walk) cursor.
-    cursor: u64,
+    /// The position in the key table (see [`KeyTable::hand_step`]).
+    cursor: usize,
 }
 
 impl Hand {
@@ -350,7 +396,7 @@ impl Keyspace {
         let decay = self.lfu_tuning().decay_minutes;
         let per_round = samples * EVICTIONS_PER_ROUND;
         loop {
-            if pool.paid_for > 0 && !pool.cands.sorted.is_empty() {
+            if pool.paid_for > 0 && !pool.is_empty() {
                 // An earlier round's samples cover this eviction.
                 pool.paid_for -= 1;
             } else {
@@ -358,14 +404,13 @@ impl Keyspace {
                 // which pay for fewer evictions (one at least, as before).
                 let taken = self.sample_round(policy, per_round, decay, pool);
                 pool.paid_for = (taken / samples).clamp(1, EVICTIONS_PER_ROUND) - 1;
-                if taken == 0 && pool.cands.sorted.is_empty() {
+                if taken == 0 && pool.is_empty() {
                     return None;
                 }
             }
             // The best candidate that still qualifies goes.
-            while let Some(c) = pool.cands.sorted.pop() {
-                let evicted = self.evict_candidate(policy, &c, on_evicted);
-                pool.cands.spare.push(c.key);
+            while let Some(c) = pool.cands.pop_best() {
+                let evicted = self.evict_candidate(policy, c, on_evicted);
                 if evicted.is_some() {
                     return evicted;
                 }
@@ -379,22 +424,19 @@ impl Keyspace {
     fn evict_candidate(
         &self,
         policy: Policy,
-        c: &Candidate,
+        c: Candidate,
         on_evicted: &mut dyn FnMut(usize, &[u8]),
     ) -> Option<Evicted> {
-        let mut shard = self.try_lock_shard(c.shard)?;
-        let hash = hash_key(&c.key);
-        // Any key qualifies under an allkeys policy: removing it is the one
-        // lookup (it may be gone since it was sampled).
-        let qualifies = !policy.volatile_only()
-            || shard.dbs[c.db]
-                .keys
-                .get(hash, &c.key)
-                .is_some_and(|e| e.expire_at().is_some());
-        if !qualifies {
+        let mut shard = self.try_lock_shard(c.shard as usize)?;
+        let db = c.db as usize;
+        let keys = &shard.dbs[db].keys;
+        // It may be gone since it was sampled. Any key qualifies under an
+        // allkeys policy.
+        let at = keys.position_of_addr(c.tag, c.addr)?;
+        if policy.volatile_only() && keys.at(at)?.expire_at().is_none() {
             return None;
         }
-        shard.evict(c.db, hash, &c.key, on_evicted)
+        Some(shard.evict_at(db, at, on_evicted))
     }
 
     /// Samples about `samples` keys into the pool; returns how many it
@@ -423,12 +465,12 @@ impl Keyspace {
     /// the hand goes round every table in turn. Slots are in hash order,
     /// so keys in a row are as unrelated in age and use as random picks
     /// (Redis samples consecutive buckets for the same reason), and the
-    /// hand reaches every key once per turn.
+    /// hand reaches every part of every table once per turn.
     ///
     /// Reading a sampled key's access clock is a miss to memory, and was
     /// most of the time spent evicting. So under LRU a round reads and
-    /// offers only keys of its oldest access generation (see
-    /// `key_table.rs` and [`worth_reading`]), about a third of what it
+    /// offers only keys of its oldest access generation when it can tell
+    /// (see `key_table.rs` and [`worth_reading`]): about half of what it
     /// samples under a steady SET load. And the hand knows what it samples
     /// next: each round starts loading the entries the next round will
     /// read, which are ready by the time it comes (a few commands later).
@@ -450,9 +492,9 @@ impl Keyspace {
                 let keys = &mut shard.dbs[db].keys;
                 let (span, next, ages) = keys.hand_step(pool.hand.cursor, samples);
                 let keys = &*keys;
-                for e in worth_reading(keys, span.clone(), ages, lru_reads) {
+                worth_reading(keys, span.clone(), ages, lru_reads, |e| {
                     pool.cands.offer(rank.score(e), (i, db), e);
-                }
+                });
                 pool.hand.cursor = next;
                 if next == 0 {
                     pool.hand.db += 1;
@@ -461,7 +503,7 @@ impl Keyspace {
                     // the table changes before it (these loads are hints).
                     let ahead = span.end..span.end + span.len();
                     let ahead_ages = keys.span_ages(ahead.clone());
-                    worth_reading(keys, ahead, ahead_ages, lru_reads).for_each(Entry::prefetch);
+                    worth_reading(keys, ahead, ahead_ages, lru_reads, Entry::prefetch);
                 }
                 if ages.entries > 0 {
                     return ages.entries;
@@ -519,21 +561,16 @@ impl Keyspace {
         self.visit_shards(pool, |_, shard, pool| {
             for db in 0..shard.dbs.len() {
                 let table = &shard.dbs[db];
-                let key = if policy.volatile_only() {
-                    let mut key = None;
-                    if let Some(hash) = table.volatile.random(&mut pool.rng) {
-                        table.keys.with_hash(hash, |e| {
-                            if key.is_none() && e.expire_at().is_some() {
-                                key = Some(Key::from(e.key()));
-                            }
-                        });
-                    }
-                    key
+                let at = if policy.volatile_only() {
+                    table
+                        .volatile
+                        .random(&mut pool.rng)
+                        .and_then(|hash| table.keys.probe(hash, |e| e.expire_at().is_some()))
                 } else {
-                    (table.keys.random_entry(&mut pool.rng)).map(|e| Key::from(e.key()))
+                    table.keys.random_position(&mut pool.rng)
                 };
-                if let Some(key) = key {
-                    evicted = shard.evict(db, hash_key(&key), &key, on_evicted);
+                if let Some(at) = at {
+                    evicted = Some(shard.evict_at(db, at, on_evicted));
                     return true;
                 }
             }
@@ -555,8 +592,8 @@ impl Keyspace {
         if db >= shard.dbs.len() {
             return None;
         }
-        let key = Key::from(shard.dbs[db].keys.at(at)?.key());
-        shard.evict(db, hash_key(&key), &key, on_evicted)
+        shard.dbs[db].keys.at(at)?;
+        Some(shard.evict_at(db, at, on_evicted))
     }
 
     /// Picks `allkeys-random`'s victims two evictions ahead, as the
@@ -598,42 +635,53 @@ impl Keyspace {
     }
 }
 
-/// The entries at positions `span` of `keys` (whose ages are `ages`) that
-/// a sampling round reads.
+/// Calls `f` on the entries at positions `span` of `keys` (whose ages are
+/// `ages`) that a sampling round reads.
 /// Under LRU (`lru_reads`: how many at most), when the keys there are of
 /// more than one access generation, those of the oldest one up to that
 /// many: every other key was accessed after all of them. When they are all
 /// of one generation (no key was read since the hand went by, or the hand
 /// has not gone round yet), or under another policy, all of them.
-fn worth_reading(
-    keys: &KeyTable,
+fn worth_reading<'a>(
+    keys: &'a KeyTable,
     span: Range<usize>,
     ages: SpanAges,
     lru_reads: Option<usize>,
-) -> impl Iterator<Item = &Entry> {
-    let only_oldest = lru_reads.filter(|_| ages.oldest > ages.youngest);
-    keys.aged(span)
-        .filter(move |&(_, age)| only_oldest.is_none() || age == ages.oldest)
-        .map(|(e, _)| e)
-        .take(only_oldest.unwrap_or(usize::MAX))
+    mut f: impl FnMut(&'a Entry),
+) {
+    let Some(cap) = lru_reads.filter(|_| ages.oldest > ages.youngest) else {
+        keys.aged(span).for_each(|(e, _)| f(e));
+        return;
+    };
+    let mut left = cap;
+    for (e, age) in keys.aged(span) {
+        if age == ages.oldest {
+            f(e);
+            left -= 1;
+            if left == 0 {
+                return;
+            }
+        }
+    }
 }
 
 impl Shard {
-    /// Removes `key` for eviction, signalling its watchers and telling
-    /// `on_evicted` while the shard is still locked (the AOF logs the
-    /// deletion in its place among the commands on that key).
-    fn evict(
+    /// Removes the entry at (occupied) position `at` of `db`'s table for
+    /// eviction, signalling its key's watchers and telling `on_evicted`
+    /// while the shard is still locked (the AOF logs the deletion in its
+    /// place among the commands on that key).
+    fn evict_at(
         &mut self,
         db: usize,
-        hash: u64,
-        key: &[u8],
+        at: usize,
         on_evicted: &mut dyn FnMut(usize, &[u8]),
-    ) -> Option<Evicted> {
-        let entry = self.remove_entry(db, hash, key)?;
-        self.signal(db, key);
-        on_evicted(db, key);
+    ) -> Evicted {
+        self.preserve_at(db, Some(at));
+        let entry = self.dbs[db].remove_at(at);
+        self.signal(db, entry.key());
+        on_evicted(db, entry.key());
         self.stats.evicted_keys += 1;
-        Some(Evicted { db, entry })
+        Evicted { db, entry }
     }
 }
 
@@ -679,39 +727,53 @@ mod tests {
     #[test]
     fn pool_keeps_the_best_candidates_sorted() {
         let mut pool = EvictionPool::default();
-        let entry = |key: &[u8]| Entry::with_key_value(key, v(), None);
-        for i in 0..40u64 {
-            let e = entry(format!("k{i}").as_bytes());
-            pool.cands.offer(i * 7 % 41, (0, 0), &e);
+        // Kept alive: a live entry's address names it.
+        let entries: Vec<Entry> = (0..40)
+            .map(|i| Entry::with_key_value(format!("k{i}").as_bytes(), v(), None))
+            .collect();
+        for (i, e) in (0u64..).zip(&entries) {
+            pool.cands.offer(i * 7 % 41, (0, 0), e);
         }
         assert_eq!(pool.len(), POOL_SIZE);
-        let scores: Vec<u64> = pool.cands.sorted.iter().map(|c| c.score).collect();
-        assert!(scores.windows(2).all(|w| w[0] <= w[1]));
+        let scores = |pool: &EvictionPool| -> Vec<u64> {
+            pool.cands.held().iter().map(|c| c.score).collect()
+        };
+        assert!(scores(&pool).windows(2).all(|w| w[0] <= w[1]));
         // The 16 highest of 40 distinct scores 0..41 (minus one) are kept.
-        assert!(scores[0] >= 40 - POOL_SIZE as u64);
-        // Offering a key again never duplicates it: a score too low for a
-        // full pool is ignored, a better one replaces the old.
-        let best = pool.cands.sorted.last().unwrap().key.clone();
-        let spare = pool.cands.spare.len();
-        pool.cands.offer(0, (0, 0), &entry(&best));
-        assert_eq!(
-            pool.cands.sorted.iter().filter(|c| c.key == best).count(),
-            1
-        );
-        let second = pool.cands.sorted[POOL_SIZE - 2].key.clone();
-        pool.cands.offer(1000, (0, 0), &entry(&second));
-        assert_eq!(
-            pool.cands.sorted.iter().filter(|c| c.key == second).count(),
-            1
-        );
-        assert_eq!(pool.cands.sorted.last().unwrap().key, second);
-        pool.cands.offer(1001, (0, 0), &entry(&best));
-        assert_eq!(pool.cands.sorted.last().unwrap().key, best);
-        assert_eq!(pool.len(), POOL_SIZE);
-        // Replaced candidates' buffers were reused, none added.
-        assert_eq!(pool.cands.spare.len(), spare);
+        assert!(scores(&pool)[0] >= 40 - POOL_SIZE as u64);
+        // Too low a score for a full pool is ignored; a tie with the best
+        // goes before it; the worst makes room.
+        let worst = scores(&pool)[0];
+        pool.cands.offer(worst, (0, 0), &entries[0]);
+        assert_eq!(scores(&pool)[0], worst);
+        let best = *pool.cands.held().last().unwrap();
+        pool.cands.offer(best.score, (3, 1), &entries[1]);
+        assert!(scores(&pool)[0] > worst);
+        assert_eq!(pool.cands.pop_best().unwrap().addr, best.addr);
+        let tie = pool.cands.pop_best().unwrap();
+        assert_eq!((tie.score, tie.shard, tie.db), (best.score, 3, 1));
+        assert_eq!(tie.addr, entries[1].addr());
+        assert_eq!(pool.len(), POOL_SIZE - 2);
+        // An entry offered again is held once, at its new score.
+        let held = |pool: &EvictionPool, e: &Entry| {
+            pool.cands
+                .held()
+                .iter()
+                .filter(|c| c.addr == e.addr())
+                .count()
+        };
+        let second = pool.cands.held()[POOL_SIZE - 4].addr;
+        let second = entries.iter().find(|e| e.addr() == second).unwrap();
+        pool.cands.offer(best.score + 1, (0, 0), second);
+        assert_eq!(held(&pool, second), 1);
+        assert_eq!(pool.len(), POOL_SIZE - 2);
+        pool.cands.offer(best.score, (0, 0), &entries[2]);
+        assert_eq!(held(&pool, &entries[2]), 1);
+        assert_eq!(pool.len(), POOL_SIZE - 1);
+        assert_eq!(pool.cands.pop_best().unwrap().addr, second.addr());
         pool.clear();
         assert!(pool.is_empty());
+        assert!(pool.cands.pop_best().is_none());
     }
 
     /// Stores keys 0..n whose last access was `n - i` seconds ago.
@@ -818,6 +880,43 @@ mod tests {
         }
         drop(k);
         ks
+    }
+
+    /// Candidates name their entries by address and tag only: after their
+    /// table has grown through resizes (every entry moved), each is still
+    /// found, and one whose key was deleted is not.
+    #[test]
+    fn candidates_are_found_after_their_table_changes() {
+        let ks = numbered(1, 1, 40);
+        let mut pool = EvictionPool::default();
+        ks.sample_round(Policy::AllKeysLru, 40, 0, &mut pool);
+        assert_eq!(pool.len(), POOL_SIZE);
+        let key_of = |addr: usize| {
+            let shard = ks.try_lock_shard(0).unwrap();
+            let e = shard.dbs[0].keys.iter().find(|e| e.addr() == addr);
+            e.unwrap().key().to_vec()
+        };
+        let held: Vec<(Candidate, Vec<u8>)> = pool
+            .cands
+            .held()
+            .iter()
+            .map(|&c| (c, key_of(c.addr)))
+            .collect();
+        let mut k = ks.lock_all();
+        for i in 40..2000 {
+            k.set(0, format!("k{i}").as_bytes(), v());
+        }
+        let deleted: Vec<&[u8]> = held.iter().step_by(2).map(|(_, key)| &key[..]).collect();
+        for key in &deleted {
+            assert!(k.delete(0, key));
+        }
+        drop(k);
+        for (c, key) in &held {
+            let gone = ks.evict_candidate(Policy::AllKeysLru, *c, &mut |_, _| {});
+            let want = (!deleted.contains(&&key[..])).then_some(&key[..]);
+            assert_eq!(gone.as_ref().map(|e| e.entry.key()), want);
+        }
+        assert_eq!(ks.db_sizes()[0].0, 2000 - POOL_SIZE);
     }
 
     /// A keyspace of three databases holding keys `k0` to `k{n-1}`, key

@@ -94,7 +94,7 @@ pub(crate) fn tag_of(hash: u64) -> u32 {
 
 /// The tag an entry belongs under: the stored one, or its key's.
 #[inline]
-fn real_tag(e: &Entry) -> u32 {
+pub(crate) fn real_tag(e: &Entry) -> u32 {
     match e.table_tag() {
         0 => tag_of(hash_key(e.key())),
         t => t,
@@ -194,11 +194,16 @@ impl KeyTable {
     /// greater tag or empty slot. Every entry whose key hashes to `hash` is
     /// among them.
     #[inline]
-    fn probe(&self, hash: u64, mut f: impl FnMut(&Entry) -> bool) -> Option<usize> {
+    pub(crate) fn probe(&self, hash: u64, f: impl FnMut(&Entry) -> bool) -> Option<usize> {
+        self.probe_tag(tag_of(hash), f)
+    }
+
+    /// [`KeyTable::probe`] for the entries of tag `tag`.
+    #[inline]
+    fn probe_tag(&self, tag: u32, mut f: impl FnMut(&Entry) -> bool) -> Option<usize> {
         if self.len == 0 {
             return None;
         }
-        let tag = tag_of(hash);
         let mut i = self.home(tag);
         while let Some(Some(e)) = self.slots.get(i) {
             let t = e.table_tag();
@@ -217,6 +222,14 @@ impl KeyTable {
     #[inline]
     pub(crate) fn position(&self, hash: u64, key: &[u8]) -> Option<usize> {
         self.probe(hash, |e| e.key() == key)
+    }
+
+    /// The position of the entry whose block is at `addr` (see
+    /// [`Entry::addr`]) and whose tag is `tag`, if it is in the table:
+    /// found from the handles alone, without reading an entry.
+    #[inline]
+    pub(crate) fn position_of_addr(&self, tag: u32, addr: usize) -> Option<usize> {
+        self.probe_tag(tag, |e| e.addr() == addr)
     }
 
     /// The entry for `key`, if present.
@@ -263,19 +276,17 @@ impl KeyTable {
         (self.passes / PASSES_PER_GENERATION) as u8 & GENERATION_MASK
     }
 
-    /// How many generations ago `e`, an entry of this table, was last
-    /// accessed, up to [`OLDEST_AGE`].
-    #[inline]
-    fn age(&self, e: &Entry) -> u8 {
-        generations_since(self.generation(), e).min(OLDEST_AGE)
-    }
-
     /// The entries at positions `span` (as far as the table goes) with
-    /// their ages (see [`KeyTable::age`]).
+    /// their ages: how many generations ago they were last accessed, up
+    /// to [`OLDEST_AGE`].
     pub(crate) fn aged(&self, span: Range<usize>) -> impl Iterator<Item = (&Entry, u8)> + '_ {
         let end = span.end.min(self.slots.len());
         let slots = self.slots.get(span.start..end).unwrap_or_default();
-        slots.iter().flatten().map(|e| (e, self.age(e)))
+        let generation = self.generation();
+        slots
+            .iter()
+            .flatten()
+            .map(move |e| (e, generations_since(generation, e).min(OLDEST_AGE)))
     }
 
     /// How many entries the slots at positions `span` hold, and the range
@@ -382,7 +393,7 @@ impl KeyTable {
 
     /// Removes the entry at (occupied) position `i`: the entries after it
     /// that sit past their home move one slot back.
-    fn remove_at(&mut self, i: usize) -> Entry {
+    pub(crate) fn remove_at(&mut self, i: usize) -> Entry {
         let mut gone = self.slots[i].take().expect("remove_at an occupied slot");
         gone.clear_table_bits();
         self.len -= 1;
@@ -505,25 +516,40 @@ impl KeyTable {
         (first.unwrap_or(end)..end, 0)
     }
 
-    /// One step of the eviction hand: [`KeyTable::walk_span`] with the
-    /// [`SpanAges`] of its span, keeping the ages there from growing past
-    /// [`OLDEST_AGE`] and counting a finished walk toward the next
-    /// generation.
-    pub(crate) fn hand_step(&mut self, cursor: u64, count: usize) -> (Range<usize>, u64, SpanAges) {
-        let (span, next) = self.walk_span(cursor, count);
+    /// One step of the eviction hand from position `at`: the span of
+    /// slots from there that holds the next `count` entries, the position
+    /// after it (0 once the hand has gone round, which counts toward the
+    /// next generation), and the span's [`SpanAges`], keeping ages there
+    /// from growing past [`OLDEST_AGE`]. Slots too few for another step
+    /// (under `2 * count`) join this one: a short last step, of a few keys
+    /// all read lately, would look like a span of one generation.
+    ///
+    /// Positions shift as keys come and go, so a key near the hand may be
+    /// taken twice in a walk or passed over; eviction only needs the walk
+    /// to reach every part of the table in turn. (A tag cursor, as
+    /// [`KeyTable::walk`] keeps, would be exact, for a fifth of the cost of
+    /// an eviction.)
+    pub(crate) fn hand_step(&mut self, at: usize, count: usize) -> (Range<usize>, usize, SpanAges) {
         let generation = self.generation();
+        let len = self.slots.len();
+        let start = at.min(len);
         let mut ages = SpanAges::NONE;
-        for e in self.slots[span.clone()].iter_mut().flatten() {
-            let age = generations_since(generation, e);
-            if age > OLDEST_AGE {
-                e.set_table_gen(generation.wrapping_sub(OLDEST_AGE));
+        let mut end = start;
+        while end < len {
+            if let Some(e) = &mut self.slots[end] {
+                let age = generations_since(generation, e);
+                if age > OLDEST_AGE {
+                    e.set_table_gen(generation.wrapping_sub(OLDEST_AGE));
+                }
+                ages = ages.with(age.min(OLDEST_AGE));
             }
-            ages = ages.with(age.min(OLDEST_AGE));
+            end += 1;
+            if ages.entries >= count && len - end >= 2 * count {
+                return (start..end, end, ages);
+            }
         }
-        if next == 0 {
-            self.passes = self.passes.wrapping_add(1);
-        }
-        (span, next, ages)
+        self.passes = self.passes.wrapping_add(1);
+        (start..end, 0, ages)
     }
 
     /// SCAN's step: [`KeyTable::walk`] handing over the entries.
@@ -587,8 +613,11 @@ mod tests {
 
     /// The ages of the entries stored under `keys`.
     fn ages(t: &KeyTable, keys: impl Iterator<Item = usize>) -> BTreeSet<u8> {
-        keys.map(|i| t.age(t.get(hash_key(&name(i)), &name(i)).unwrap()))
-            .collect()
+        keys.map(|i| {
+            let at = t.position(hash_key(&name(i)), &name(i)).unwrap();
+            t.aged(at..at + 1).next().unwrap().1
+        })
+        .collect()
     }
 
     #[test]

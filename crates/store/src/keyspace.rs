@@ -155,6 +155,15 @@ impl DbTable {
         }
         Some(entry)
     }
+
+    /// Removes the entry at (occupied) position `i` of the key table.
+    pub(crate) fn remove_at(&mut self, i: usize) -> Entry {
+        let entry = self.keys.remove_at(i);
+        if entry.expire_at().is_some() {
+            self.volatile.remove(key_hash(entry.key()));
+        }
+        entry
+    }
 }
 
 /// Tables taken out of the keyspace by [`Keys::flush_db`]; dropping this
