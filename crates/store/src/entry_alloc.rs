@@ -502,10 +502,14 @@ impl Slabs {
     /// Bytes of live page blocks, at their class size (blocks in thread
     /// caches are not live).
     fn live_bytes(&self) -> usize {
-        let (live, cached) = self.pools.iter().fold((0usize, 0usize), |(l, c), p| {
-            let live = p.live.load(Ordering::Relaxed);
-            (l + live, c.wrapping_add(p.cached.load(Ordering::Relaxed)))
-        });
+        // Pools no thread was handed have never had a page.
+        let handed_out = NEXT_POOL.load(Ordering::Relaxed).min(POOLS);
+        let (live, cached) = self.pools[..handed_out]
+            .iter()
+            .fold((0usize, 0usize), |(l, c), p| {
+                let live = p.live.load(Ordering::Relaxed);
+                (l + live, c.wrapping_add(p.cached.load(Ordering::Relaxed)))
+            });
         live.saturating_sub(cached)
     }
 
