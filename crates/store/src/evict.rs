@@ -137,11 +137,12 @@ const EVICTIONS_PER_ROUND: usize = 3;
 #[derive(Clone, Copy, Debug, Default)]
 struct Candidate {
     score: u64,
-    /// The entry's block address ([`Entry::addr`]). A key deleted since it
-    /// was sampled may have left its block to a new key of the same tag
-    /// in the same table, which is then evicted in its place: as rare as
-    /// the same 26 bits of two hashes, and any key may go under the
-    /// allkeys policies (the volatile ones check for a TTL first).
+    /// The entry's block address ([`Entry::addr`]). A key deleted or
+    /// evicted since it was sampled (another pool may hold it too) may have
+    /// left its block to a new key, which is then evicted in its place if
+    /// it has the same tag in the same table: as rare as two keys sharing
+    /// their shard and 16-bit tag, and any key may go under the allkeys
+    /// policies (the volatile ones check for a TTL first).
     addr: usize,
     /// The key's shard, database and tag in the key table (see
     /// [`Entry::table_tag`]).
