@@ -533,8 +533,8 @@ impl KeyTable {
     /// Positions shift as keys come and go, so a key near the hand may be
     /// taken twice in a walk or passed over; eviction only needs the walk
     /// to reach every part of the table in turn. (A tag cursor, as
-    /// [`KeyTable::walk`] keeps, would be exact, for a fifth of the cost of
-    /// an eviction.)
+    /// [`KeyTable::walk`] keeps, would be exact, for about a tenth of an
+    /// eviction's instructions.)
     pub(crate) fn hand_step(&mut self, at: usize, count: usize) -> (Range<usize>, usize, SpanAges) {
         let generation = self.generation();
         let len = self.slots.len();
