@@ -502,9 +502,7 @@ impl Keyspace {
                 } else {
                     // The next round starts where this one stopped, unless
                     // the table changes before it (these loads are hints).
-                    let ahead = span.end..span.end + span.len();
-                    let ahead_ages = keys.span_ages(ahead.clone());
-                    worth_reading(keys, ahead, ahead_ages, lru_reads, Entry::prefetch);
+                    prefetch_next_reads(keys, span.end..span.end + span.len(), lru_reads);
                 }
                 if ages.entries > 0 {
                     return ages.entries;
@@ -662,6 +660,29 @@ fn worth_reading<'a>(
             if left == 0 {
                 return;
             }
+        }
+    }
+}
+
+/// Starts loading the entries at positions `span` of `keys` that the next
+/// round will read (see [`worth_reading`]), in one pass over the slots:
+/// under LRU, the first `lru_reads` of the oldest age seen so far as the
+/// pass goes (a few more when an older one turns up later; a span of one
+/// age, in the first walks after a fill, gets only that many); under
+/// another policy, all of them.
+fn prefetch_next_reads(keys: &KeyTable, span: Range<usize>, lru_reads: Option<usize>) {
+    let Some(most) = lru_reads else {
+        keys.aged(span).for_each(|(e, _)| e.prefetch());
+        return;
+    };
+    let (mut oldest, mut loaded) = (0, 0);
+    for (e, age) in keys.aged(span) {
+        if age > oldest {
+            (oldest, loaded) = (age, 0);
+        }
+        if age == oldest && loaded < most {
+            e.prefetch();
+            loaded += 1;
         }
     }
 }

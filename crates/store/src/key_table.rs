@@ -289,13 +289,6 @@ impl KeyTable {
             .map(move |e| (e, generations_since(generation, e).min(OLDEST_AGE)))
     }
 
-    /// How many entries the slots at positions `span` hold, and the range
-    /// of their ages.
-    pub(crate) fn span_ages(&self, span: Range<usize>) -> SpanAges {
-        self.aged(span)
-            .fold(SpanAges::NONE, |a, (_, age)| a.with(age))
-    }
-
     /// Whether the entry at position `i` carries the snapshot mark (false
     /// for an empty slot).
     #[inline]
