@@ -698,8 +698,7 @@ impl Shard {
         at: usize,
         on_evicted: &mut dyn FnMut(usize, &[u8]),
     ) -> Evicted {
-        self.preserve_at(db, Some(at));
-        let entry = self.dbs[db].remove_at(at);
+        let entry = self.remove_entry_at(db, at, None);
         self.signal(db, entry.key());
         on_evicted(db, entry.key());
         self.stats.evicted_keys += 1;

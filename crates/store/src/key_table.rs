@@ -383,6 +383,7 @@ impl KeyTable {
     }
 
     /// Removes `key` (hashed to `hash`), returning its entry.
+    #[cfg(test)]
     pub(crate) fn remove(&mut self, hash: u64, key: &[u8]) -> Option<Entry> {
         let i = self.position(hash, key)?;
         Some(self.remove_at(i))
@@ -465,45 +466,30 @@ impl KeyTable {
     /// 0) to the last is reported exactly once, and one added or removed
     /// meanwhile at most once.
     pub(crate) fn walk(&self, cursor: u64, count: usize, mut f: impl FnMut(usize)) -> u64 {
-        let (span, next) = self.walk_span(cursor, count);
-        for i in span {
-            if self.slots[i].is_some() {
-                f(i);
-            }
-        }
-        next
-    }
-
-    /// The step [`KeyTable::walk`] takes: the positions it reports are
-    /// the occupied ones in the returned span (tags are in order, so they
-    /// are all the entries there).
-    pub(crate) fn walk_span(&self, cursor: u64, count: usize) -> (Range<usize>, u64) {
         if self.len == 0 || cursor >= TAG_END {
-            return (0..0, 0);
+            return 0;
         }
         let from = cursor as u32;
         let want = count.max(1);
         let budget = want.saturating_mul(SCAN_SLOTS_PER_ENTRY);
         let start = self.home(from);
         let (mut reported, mut visited, mut last) = (0, 0, None);
-        let mut first = None;
         for i in start..self.slots.len() {
             let enough = reported >= want || visited >= budget;
             match &self.slots[i] {
                 // No entry with a tag homed before `i` sits after it.
                 None if enough && i > start => {
                     let next = self.first_tag_homed_from(i);
-                    let next = if next >= TAG_END { 0 } else { next };
-                    return (first.unwrap_or(i)..i, next);
+                    return if next >= TAG_END { 0 } else { next };
                 }
                 None => {}
                 Some(e) => {
                     let tag = real_tag(e);
                     if tag >= from {
                         if enough && last.is_some_and(|l| tag > l) {
-                            return (first.unwrap_or(i)..i, u64::from(tag));
+                            return u64::from(tag);
                         }
-                        first.get_or_insert(i);
+                        f(i);
                         reported += 1;
                         last = Some(tag);
                     }
@@ -511,8 +497,7 @@ impl KeyTable {
             }
             visited += 1;
         }
-        let end = self.slots.len();
-        (first.unwrap_or(end)..end, 0)
+        0
     }
 
     /// One step of the eviction hand from position `at`: the span of

@@ -148,19 +148,14 @@ pub(crate) struct DbTable {
 }
 
 impl DbTable {
-    fn remove(&mut self, hash: u64, key: &[u8]) -> Option<Entry> {
-        let entry = self.keys.remove(hash, key)?;
-        if entry.expire_at().is_some() {
-            self.volatile.remove(hash);
-        }
-        Some(entry)
-    }
-
     /// Removes the entry at (occupied) position `i` of the key table.
-    pub(crate) fn remove_at(&mut self, i: usize) -> Entry {
+    /// `hash` is its key's when the caller has it; a key with a TTL needs
+    /// it to leave the TTL index.
+    pub(crate) fn remove_at(&mut self, i: usize, hash: Option<u64>) -> Entry {
         let entry = self.keys.remove_at(i);
         if entry.expire_at().is_some() {
-            self.volatile.remove(key_hash(entry.key()));
+            self.volatile
+                .remove(hash.unwrap_or_else(|| key_hash(entry.key())));
         }
         entry
     }
@@ -272,12 +267,16 @@ impl Shard {
     /// Removes `key` from `db` (and from the TTL index), keeping it for a
     /// pending snapshot first.
     pub(crate) fn remove_entry(&mut self, db: usize, hash: u64, key: &[u8]) -> Option<Entry> {
-        if self.pending.is_some() {
-            // One lookup for both: the removal does its own.
-            let found = self.dbs[db].keys.position(hash, key);
-            self.preserve_at(db, found);
-        }
-        self.dbs[db].remove(hash, key)
+        let i = self.dbs[db].keys.position(hash, key)?;
+        Some(self.remove_entry_at(db, i, Some(hash)))
+    }
+
+    /// Removes the entry at (occupied) position `i` of `db`'s table (and
+    /// from the TTL index; `hash` is its key's if the caller has it),
+    /// keeping it for a pending snapshot first.
+    pub(crate) fn remove_entry_at(&mut self, db: usize, i: usize, hash: Option<u64>) -> Entry {
+        self.preserve_at(db, Some(i));
+        self.dbs[db].remove_at(i, hash)
     }
 
     /// Marks every client watching `key` in `db` as dirty.
