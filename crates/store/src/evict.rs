@@ -15,10 +15,8 @@
 //! running MULTI/EXEC keeps its keys) and cannot take part in a lock
 //! cycle.
 
-use std::ops::Range;
-
 use crate::dict::prefetch_read;
-use crate::key_table::{real_tag, KeyTable, SpanAges};
+use crate::key_table::{real_tag, HandSpan};
 use crate::keyspace::{Entry, Keyspace, Shard};
 
 /// `maxmemory-policy`: which keys may be evicted and how they are ranked.
@@ -133,7 +131,7 @@ const EVICTIONS_PER_ROUND: usize = 3;
 /// A candidate for eviction: where its entry is and how good it is, with
 /// no copy of the key. Eviction finds the entry again from the table's
 /// handles alone, by its tag and block address (see
-/// [`KeyTable::position_of_addr`]).
+/// [`crate::key_table::KeyTable::position_of_addr`]).
 #[derive(Clone, Copy, Debug, Default)]
 struct Candidate {
     score: u64,
@@ -274,6 +272,7 @@ impl Default for EvictionPool {
                 shard: rng.usize(..),
                 db: 0,
                 cursor: 0,
+                ahead: None,
             },
             paid_for: 0,
             random_ready: None,
@@ -287,6 +286,7 @@ impl EvictionPool {
     /// Forgets every candidate (the policy changed, or the data was flushed).
     pub fn clear(&mut self) {
         self.cands.clear();
+        self.hand.ahead = None;
         self.paid_for = 0;
         self.random_ready = None;
         self.random_pending = None;
@@ -318,8 +318,12 @@ struct Hand {
     /// [`Hand::shard`].
     shard: usize,
     db: usize,
-    /// The position in the key table (see [`KeyTable::hand_step`]).
+    /// The position in the key table where the next step starts (see
+    /// [`crate::key_table::KeyTable::hand_step`]).
     cursor: usize,
+    /// The step before `cursor`, taken but not yet sampled: a round steps
+    /// the hand for the next one, which finds the entries it reads loaded.
+    ahead: Option<HandSpan>,
 }
 
 impl Hand {
@@ -333,6 +337,7 @@ impl Hand {
         self.shard = (self.shard(shards) + 1) % shards;
         self.db = 0;
         self.cursor = 0;
+        self.ahead = None;
     }
 }
 
@@ -475,15 +480,15 @@ impl Keyspace {
     /// Reading a sampled key's access clock is a miss to memory, and was
     /// most of the time spent evicting. So under LRU a round reads and
     /// offers only keys of its oldest access generation when it can tell
-    /// (see `key_table.rs` and [`worth_reading`]): about half of what it
-    /// samples under a steady SET load. And the hand knows what it samples
-    /// next: each round starts loading the entries the next round will
+    /// (see `key_table.rs` and [`HandSpan::reads`]): about half of what it
+    /// samples under a steady SET load. And each round takes the hand's
+    /// next step too and starts loading the entries the next round will
     /// read, which are ready by the time it comes (a few commands later).
     fn sample_at_hand(&self, rank: Ranking, samples: usize, pool: &mut EvictionPool) -> usize {
         let shards = self.shard_count();
         // Under LRU a round reads at most the samples of one eviction when
-        // it can tell the older keys (see `worth_reading`).
-        let lru_reads =
+        // it can tell the older keys.
+        let oldest_only =
             (rank.policy == Policy::AllKeysLru).then_some((samples / EVICTIONS_PER_ROUND).max(1));
         // Every table once at most: a pass that finds no key ends the round.
         for _ in 0..=shards {
@@ -495,21 +500,38 @@ impl Keyspace {
             while pool.hand.db < shard.dbs.len() {
                 let db = pool.hand.db;
                 let keys = &mut shard.dbs[db].keys;
-                let (span, next, ages) = keys.hand_step(pool.hand.cursor, samples);
-                let keys = &*keys;
-                worth_reading(keys, span.clone(), ages, lru_reads, |e| {
-                    pool.cands.offer(rank.score(e), (i, db), e);
+                let span = pool.hand.ahead.take().unwrap_or_else(|| {
+                    let (span, next) = keys.hand_step(pool.hand.cursor, samples);
+                    pool.hand.cursor = next;
+                    span
                 });
-                pool.hand.cursor = next;
-                if next == 0 {
+                if pool.hand.cursor == 0 {
+                    // That was the table's last step.
                     pool.hand.db += 1;
                 } else {
-                    // The next round starts where this one stopped, unless
-                    // the table changes before it (these loads are hints).
-                    prefetch_next_reads(keys, span.end..span.end + span.len(), lru_reads);
+                    let (next_span, next) = keys.hand_step(pool.hand.cursor, samples);
+                    pool.hand.cursor = next;
+                    // Hints: the table may change before the next round.
+                    next_span.reads(oldest_only).0.for_each(|at| {
+                        if let Some(e) = keys.at(at) {
+                            e.prefetch();
+                        }
+                    });
+                    pool.hand.ahead = Some(next_span);
                 }
-                if ages.entries > 0 {
-                    return ages.entries;
+                let (reads, min_age) = span.reads(oldest_only);
+                for at in reads {
+                    // A key read since the hand passed is younger now.
+                    match keys.aged_at(at) {
+                        Some((e, age)) if age >= min_age => {
+                            pool.cands.offer(rank.score(e), (i, db), e);
+                        }
+                        _ => {}
+                    }
+                }
+                let sampled = span.entries();
+                if sampled > 0 {
+                    return sampled;
                 }
             }
             pool.hand.next_shard(shards);
@@ -635,59 +657,6 @@ impl Keyspace {
         };
         table.keys.prefetch_at(at);
         pool.random_pending = Some((i, db, at));
-    }
-}
-
-/// Calls `f` on the entries at positions `span` of `keys` (whose ages are
-/// `ages`) that a sampling round reads.
-/// Under LRU (`lru_reads`: how many at most), when the keys there are of
-/// more than one access generation, those of the oldest one up to that
-/// many: every other key was accessed after all of them. When they are all
-/// of one generation (no key was read since the hand went by, or the hand
-/// has not gone round yet), or under another policy, all of them.
-fn worth_reading<'a>(
-    keys: &'a KeyTable,
-    span: Range<usize>,
-    ages: SpanAges,
-    lru_reads: Option<usize>,
-    mut f: impl FnMut(&'a Entry),
-) {
-    let Some(cap) = lru_reads.filter(|_| ages.oldest > ages.youngest) else {
-        keys.aged(span).for_each(|(e, _)| f(e));
-        return;
-    };
-    let mut left = cap;
-    for (e, age) in keys.aged(span) {
-        if age == ages.oldest {
-            f(e);
-            left -= 1;
-            if left == 0 {
-                return;
-            }
-        }
-    }
-}
-
-/// Starts loading the entries at positions `span` of `keys` that the next
-/// round will read (see [`worth_reading`]), in one pass over the slots:
-/// under LRU, the first `lru_reads` of the oldest age seen so far as the
-/// pass goes (a few more when an older one turns up later; a span of one
-/// age, in the first walks after a fill, gets only that many); under
-/// another policy, all of them.
-fn prefetch_next_reads(keys: &KeyTable, span: Range<usize>, lru_reads: Option<usize>) {
-    let Some(most) = lru_reads else {
-        keys.aged(span).for_each(|(e, _)| e.prefetch());
-        return;
-    };
-    let (mut oldest, mut loaded) = (0, 0);
-    for (e, age) in keys.aged(span) {
-        if age > oldest {
-            (oldest, loaded) = (age, 0);
-        }
-        if age == oldest && loaded < most {
-            e.prefetch();
-            loaded += 1;
-        }
     }
 }
 

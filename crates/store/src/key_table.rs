@@ -52,8 +52,6 @@
 //! entry swapped in through a `&mut Entry` by code that bypasses
 //! [`KeyTable::replace_at`] has none, and is still found.
 
-use std::ops::Range;
-
 use crate::dict::{hash_key, prefetch_read};
 use crate::entry::Entry;
 
@@ -112,30 +110,53 @@ fn generations_since(generation: u8, e: &Entry) -> u8 {
     generation.wrapping_sub(e.table_gen()) & GENERATION_MASK
 }
 
-/// The entries in a span of slots, and the youngest and oldest of their
-/// ages (see "Access generations").
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct SpanAges {
-    pub(crate) entries: usize,
-    pub(crate) youngest: u8,
-    pub(crate) oldest: u8,
+/// Most slots one step of the eviction hand covers: a span's slots are
+/// the bits of a word.
+const MAX_SPAN: usize = u64::BITS as usize;
+
+/// A step of the eviction hand (see [`KeyTable::hand_step`]): a span of
+/// slots, and which of them held keys of each age when the hand passed.
+/// Like any position, it is only exact until the table next changes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct HandSpan {
+    start: usize,
+    /// Bit `i` of `by_age[a]`: slot `start + i` held a key of age `a`.
+    by_age: [u64; OLDEST_AGE as usize + 1],
 }
 
-impl SpanAges {
-    /// No entry (youngest above oldest).
-    const NONE: SpanAges = SpanAges {
-        entries: 0,
-        youngest: u8::MAX,
-        oldest: 0,
-    };
+impl HandSpan {
+    /// Every slot of the span that held a key.
+    fn occupied(&self) -> u64 {
+        self.by_age.iter().fold(0, |all, m| all | m)
+    }
 
-    /// These with one more entry, of age `age`.
-    fn with(self, age: u8) -> SpanAges {
-        SpanAges {
-            entries: self.entries + 1,
-            youngest: self.youngest.min(age),
-            oldest: self.oldest.max(age),
-        }
+    /// Number of keys the span held.
+    pub(crate) fn entries(&self) -> usize {
+        self.occupied().count_ones() as usize
+    }
+
+    /// The positions a sampling round reads, and the age they must still
+    /// have then (0: any). With `oldest_only` (under LRU: how many at
+    /// most), when the span held keys of more than one age, the first that
+    /// many of the oldest: every other key was accessed after all of them.
+    /// When its keys were all of one age (no key was read since the hand
+    /// went by, or it has not gone round yet), or without `oldest_only`,
+    /// all of them.
+    pub(crate) fn reads(&self, oldest_only: Option<usize>) -> (impl Iterator<Item = usize>, u8) {
+        let present = self.by_age.map(|m| m != 0);
+        let youngest = present.iter().position(|&p| p).unwrap_or(0);
+        let oldest = present.iter().rposition(|&p| p).unwrap_or(0);
+        let (mut mask, most, age) = match oldest_only {
+            Some(most) if oldest > youngest => (self.by_age[oldest], most, oldest as u8),
+            _ => (self.occupied(), MAX_SPAN, 0),
+        };
+        let start = self.start;
+        let positions = std::iter::from_fn(move || {
+            let bit = (mask != 0).then(|| mask.trailing_zeros() as usize)?;
+            mask &= mask - 1;
+            Some(start + bit)
+        });
+        (positions.take(most), age)
     }
 }
 
@@ -276,17 +297,12 @@ impl KeyTable {
         (self.passes / PASSES_PER_GENERATION) as u8 & GENERATION_MASK
     }
 
-    /// The entries at positions `span` (as far as the table goes) with
-    /// their ages: how many generations ago they were last accessed, up
-    /// to [`OLDEST_AGE`].
-    pub(crate) fn aged(&self, span: Range<usize>) -> impl Iterator<Item = (&Entry, u8)> + '_ {
-        let end = span.end.min(self.slots.len());
-        let slots = self.slots.get(span.start..end).unwrap_or_default();
-        let generation = self.generation();
-        slots
-            .iter()
-            .flatten()
-            .map(move |e| (e, generations_since(generation, e).min(OLDEST_AGE)))
+    /// The entry at position `i`, if any, with its age: how many
+    /// generations ago it was last accessed, up to [`OLDEST_AGE`].
+    #[inline]
+    pub(crate) fn aged_at(&self, i: usize) -> Option<(&Entry, u8)> {
+        let e = self.at(i)?;
+        Some((e, generations_since(self.generation(), e).min(OLDEST_AGE)))
     }
 
     /// Whether the entry at position `i` carries the snapshot mark (false
@@ -501,39 +517,47 @@ impl KeyTable {
     }
 
     /// One step of the eviction hand from position `at`: the span of
-    /// slots from there that holds the next `count` entries, the position
-    /// after it (0 once the hand has gone round, which counts toward the
-    /// next generation), and the span's [`SpanAges`], keeping ages there
-    /// from growing past [`OLDEST_AGE`]. Slots too few for another step
-    /// (under `2 * count`) join this one: a short last step, of a few keys
-    /// all read lately, would look like a span of one generation.
+    /// slots from there that holds the next `count` entries (at most
+    /// [`MAX_SPAN`] slots) with their ages, and the position after it (0
+    /// once the hand has gone round, which counts toward the next
+    /// generation), keeping ages there from growing past [`OLDEST_AGE`].
+    /// Slots too few for another step (under `2 * count`) join this one as
+    /// far as the span allows: a short last step, of a few keys all read
+    /// lately, would look like a span of one generation.
     ///
     /// Positions shift as keys come and go, so a key near the hand may be
     /// taken twice in a walk or passed over; eviction only needs the walk
     /// to reach every part of the table in turn. (A tag cursor, as
     /// [`KeyTable::walk`] keeps, would be exact, for about a tenth of an
     /// eviction's instructions.)
-    pub(crate) fn hand_step(&mut self, at: usize, count: usize) -> (Range<usize>, usize, SpanAges) {
+    pub(crate) fn hand_step(&mut self, at: usize, count: usize) -> (HandSpan, usize) {
         let generation = self.generation();
         let len = self.slots.len();
         let start = at.min(len);
-        let mut ages = SpanAges::NONE;
-        let mut end = start;
-        while end < len {
-            if let Some(e) = &mut self.slots[end] {
+        let stop = len.min(start + MAX_SPAN);
+        let mut span = HandSpan {
+            start,
+            ..HandSpan::default()
+        };
+        let mut entries = 0;
+        for i in start..stop {
+            if let Some(e) = &mut self.slots[i] {
                 let age = generations_since(generation, e);
                 if age > OLDEST_AGE {
                     e.set_table_gen(generation.wrapping_sub(OLDEST_AGE));
                 }
-                ages = ages.with(age.min(OLDEST_AGE));
-            }
-            end += 1;
-            if ages.entries >= count && len - end >= 2 * count {
-                return (start..end, end, ages);
+                span.by_age[usize::from(age.min(OLDEST_AGE))] |= 1 << (i - start);
+                entries += 1;
+                if entries >= count && len - (i + 1) >= 2 * count {
+                    return (span, i + 1);
+                }
             }
         }
+        if stop < len {
+            return (span, stop);
+        }
         self.passes = self.passes.wrapping_add(1);
-        (start..end, 0, ages)
+        (span, 0)
     }
 
     /// SCAN's step: [`KeyTable::walk`] handing over the entries.
@@ -599,9 +623,94 @@ mod tests {
     fn ages(t: &KeyTable, keys: impl Iterator<Item = usize>) -> BTreeSet<u8> {
         keys.map(|i| {
             let at = t.position(hash_key(&name(i)), &name(i)).unwrap();
-            t.aged(at..at + 1).next().unwrap().1
+            t.aged_at(at).unwrap().1
         })
         .collect()
+    }
+
+    /// The positions of a whole walk of the hand in steps of `count`
+    /// entries, step by step, as `HandSpan::reads(None)` gives them; and
+    /// the most slots a step covered.
+    fn walk_steps(t: &mut KeyTable, count: usize) -> (Vec<Vec<usize>>, usize) {
+        let (mut steps, mut widest) = (Vec::new(), 0);
+        let mut cursor = 0;
+        loop {
+            let (span, next) = t.hand_step(cursor, count);
+            let (reads, min_age) = span.reads(None);
+            assert_eq!(min_age, 0);
+            let positions: Vec<usize> = reads.collect();
+            assert_eq!(positions.len(), span.entries());
+            assert!(positions
+                .iter()
+                .all(|&i| i >= cursor && i < cursor + MAX_SPAN));
+            steps.push(positions);
+            if next == 0 {
+                return (steps, widest);
+            }
+            assert!(next > cursor);
+            widest = widest.max(next - cursor);
+            cursor = next;
+        }
+    }
+
+    #[test]
+    fn a_walk_of_the_hand_covers_every_entry_once_in_bounded_steps() {
+        let mut t = KeyTable::default();
+        for i in 0..200 {
+            add(&mut t, &name(i));
+        }
+        let occupied: Vec<usize> = (0..t.slots.len()).filter(|&i| t.at(i).is_some()).collect();
+        let (steps, widest) = walk_steps(&mut t, 15);
+        assert_eq!(steps.concat(), occupied);
+        assert!(widest < MAX_SPAN);
+        // Each step stops at its 15th entry, but the last takes in the
+        // slots that would have made too short a step.
+        let (last, full) = steps.split_last().unwrap();
+        assert!(full.iter().all(|s| s.len() == 15));
+        assert!(last.len() < 45, "{}", last.len());
+        // Sparse (a quarter full, just above the shrink): a step ends at
+        // MAX_SPAN slots, however few entries it found.
+        for i in 0..130 {
+            t.remove(hash_key(&name(i)), &name(i));
+        }
+        let occupied: Vec<usize> = (0..t.slots.len()).filter(|&i| t.at(i).is_some()).collect();
+        let (steps, widest) = walk_steps(&mut t, 30);
+        assert_eq!(steps.concat(), occupied);
+        assert_eq!(widest, MAX_SPAN);
+    }
+
+    #[test]
+    fn a_span_reads_its_oldest_keys_first_when_it_has_several_ages() {
+        let mut t = KeyTable::default();
+        for i in 0..100 {
+            add(&mut t, &name(i));
+        }
+        hand_walk(&mut t);
+        hand_walk(&mut t);
+        // The first 100 keys are of age 1 now; new ones of age 0.
+        for i in 100..160 {
+            add(&mut t, &name(i));
+        }
+        let (span, _) = t.hand_step(0, 40);
+        let (all, _) = span.reads(None);
+        let all: Vec<usize> = all.collect();
+        let old: Vec<usize> = all
+            .iter()
+            .copied()
+            .filter(|&i| t.aged_at(i).unwrap().1 == 1)
+            .collect();
+        assert!(old.len() > 3 && old.len() < all.len(), "{old:?} of {all:?}");
+        let (reads, min_age) = span.reads(Some(3));
+        assert_eq!(reads.collect::<Vec<_>>(), old[..3]);
+        assert_eq!(min_age, 1);
+        // Keys all of one age: no telling them apart, so all are read.
+        let mut t = KeyTable::default();
+        for i in 0..100 {
+            add(&mut t, &name(i));
+        }
+        let (span, _) = t.hand_step(0, 20);
+        let (reads, min_age) = span.reads(Some(3));
+        assert_eq!((reads.count(), min_age), (20, 0));
     }
 
     #[test]
