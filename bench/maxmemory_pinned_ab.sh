@@ -5,7 +5,10 @@
 # throughput without a limit, then under maxmemory 100mb allkeys-lru
 # (refilled past the limit first), and their ratio. Rounds alternate the
 # builds, so drift in the machine's speed hits all of them alike.
-# Usage: bench/maxmemory_pinned_ab.sh ROUNDS BIN...
+# With FILL=1 the unlimited servers are filled with all 10M keys once and
+# never flushed, so their SETs overwrite (the load's steady state without
+# a limit) instead of growing the keyspace from empty each round.
+# Usage: [FILL=1] bench/maxmemory_pinned_ab.sh ROUNDS BIN...
 R=$1; shift
 LOAD="--threads 1 --clients 25 --pipeline 16 --ratio 1:0 --key-space 10000000 --key-pattern uniform --data-size 100"
 port=17550
@@ -15,11 +18,19 @@ for b in "$@"; do
   port=$((port + 2))
 done
 sleep 1
+if [ "${FILL:-0}" = 1 ]; then
+  port=17550
+  for b in "$@"; do
+    taskset -c 1 "$b" bench --port $port --threads 1 --clients 25 --pipeline 16 --ratio 1:0 \
+      --key-space 10000000 --key-pattern seq --data-size 100 --requests 10000000 >/dev/null 2>&1
+    port=$((port + 2))
+  done
+fi
 rate() { taskset -c 1 "$1" bench --port "$2" $LOAD --test-time "$3" 2>&1 | grep -E '^ +replies ' | head -1 | awk '{gsub(",", "", $(NF-1)); print $(NF-1)}'; }
 for r in $(seq "$R"); do
   port=17550
   for b in "$@"; do
-    redis-cli -p $port flushall >/dev/null
+    [ "${FILL:-0}" = 1 ] || redis-cli -p $port flushall >/dev/null
     unl=$(rate "$b" $port 5)
     redis-cli -p $((port + 1)) flushall >/dev/null
     rate "$b" $((port + 1)) 3 >/dev/null
