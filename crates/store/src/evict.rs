@@ -880,6 +880,40 @@ mod tests {
     /// table has grown through resizes (every entry moved), each is still
     /// found, and one whose key was deleted is not.
     #[test]
+    fn a_step_taken_ahead_survives_its_table_shrinking() {
+        let ks = numbered(1, 1, 400);
+        let mut pool = EvictionPool::default();
+        ks.sample_round(Policy::AllKeysLru, 30, 0, &mut pool);
+        let ahead = pool.hand.ahead.expect("a round steps the hand ahead");
+        // Most keys go and the table shrinks under that step: its
+        // positions now name empty slots or lie past the table's end.
+        let mut k = ks.lock_all();
+        for i in 0..390 {
+            assert!(k.delete(0, format!("k{i}").as_bytes()));
+        }
+        drop(k);
+        pool.cands.clear();
+        assert_eq!(pool.hand.ahead, Some(ahead));
+        let sampled = ks.sample_round(Policy::AllKeysLru, 30, 0, &mut pool);
+        assert!(sampled <= 30);
+        let shard = ks.try_lock_shard(0).unwrap();
+        for c in pool.cands.held() {
+            let at = shard.dbs[0].keys.position_of_addr(c.tag, c.addr);
+            assert!(at.is_some(), "a candidate that is not in the table");
+        }
+        drop(shard);
+        // Eviction goes on to the last key.
+        let mut gone = 0;
+        while ks
+            .evict_one(Policy::AllKeysLru, 5, &mut pool, &mut |_, _| {})
+            .is_some()
+        {
+            gone += 1;
+        }
+        assert_eq!(gone, 10);
+    }
+
+    #[test]
     fn candidates_are_found_after_their_table_changes() {
         let ks = numbered(1, 1, 40);
         let mut pool = EvictionPool::default();
