@@ -8,25 +8,32 @@
 # With FILL=1 the unlimited servers are filled with all 10M keys once and
 # never flushed, so their SETs overwrite (the load's steady state without
 # a limit) instead of growing the keyspace from empty each round.
-# Usage: [FILL=1] bench/maxmemory_pinned_ab.sh ROUNDS BIN...
+# With PIN=0 nothing is pinned: the servers run their default workers
+# (one per core) and the client two threads, all sharing the cores.
+# Usage: [FILL=1] [PIN=0] bench/maxmemory_pinned_ab.sh ROUNDS BIN...
 R=$1; shift
-LOAD="--threads 1 --clients 25 --pipeline 16 --ratio 1:0 --key-space 10000000 --key-pattern uniform --data-size 100"
+if [ "${PIN:-1}" = 1 ]; then
+  SERVER_CPU="taskset -c 0"; CLIENT_CPU="taskset -c 1"; WORKERS="--threads 1"; CLIENTS=1
+else
+  SERVER_CPU=""; CLIENT_CPU=""; WORKERS=""; CLIENTS=2
+fi
+KEYS="--clients 25 --pipeline 16 --ratio 1:0 --key-space 10000000 --data-size 100"
+LOAD="--threads $CLIENTS $KEYS --key-pattern uniform"
 port=17550
 for b in "$@"; do
-  taskset -c 0 "$b" --port $port --save "" --threads 1 >/dev/null 2>&1 &
-  taskset -c 0 "$b" --port $((port + 1)) --save "" --threads 1 --maxmemory 100mb --maxmemory-policy allkeys-lru >/dev/null 2>&1 &
+  $SERVER_CPU "$b" --port $port --save "" $WORKERS >/dev/null 2>&1 &
+  $SERVER_CPU "$b" --port $((port + 1)) --save "" $WORKERS --maxmemory 100mb --maxmemory-policy allkeys-lru >/dev/null 2>&1 &
   port=$((port + 2))
 done
 sleep 1
 if [ "${FILL:-0}" = 1 ]; then
   port=17550
   for b in "$@"; do
-    taskset -c 1 "$b" bench --port $port --threads 1 --clients 25 --pipeline 16 --ratio 1:0 \
-      --key-space 10000000 --key-pattern seq --data-size 100 --requests 10000000 >/dev/null 2>&1
+    $CLIENT_CPU "$b" bench --port $port --threads $CLIENTS $KEYS --key-pattern seq --requests 10000000 >/dev/null 2>&1
     port=$((port + 2))
   done
 fi
-rate() { taskset -c 1 "$1" bench --port "$2" $LOAD --test-time "$3" 2>&1 | grep -E '^ +replies ' | head -1 | awk '{gsub(",", "", $(NF-1)); print $(NF-1)}'; }
+rate() { $CLIENT_CPU "$1" bench --port "$2" $LOAD --test-time "$3" 2>&1 | grep -E '^ +replies ' | head -1 | awk '{gsub(",", "", $(NF-1)); print $(NF-1)}'; }
 for r in $(seq "$R"); do
   port=17550
   for b in "$@"; do
