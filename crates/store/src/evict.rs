@@ -876,9 +876,8 @@ mod tests {
         ks
     }
 
-    /// Candidates name their entries by address and tag only: after their
-    /// table has grown through resizes (every entry moved), each is still
-    /// found, and one whose key was deleted is not.
+    /// A round's step taken ahead names positions: the table may shrink
+    /// under it before the next round reads them.
     #[test]
     fn a_step_taken_ahead_survives_its_table_shrinking() {
         let ks = numbered(1, 1, 400);
@@ -913,6 +912,9 @@ mod tests {
         assert_eq!(gone, 10);
     }
 
+    /// Candidates name their entries by address and tag only: after their
+    /// table has grown through resizes (every entry moved), each is still
+    /// found, and one whose key was deleted is not.
     #[test]
     fn candidates_are_found_after_their_table_changes() {
         let ks = numbered(1, 1, 40);
