@@ -14,7 +14,7 @@ use vireo_store::value::{StrValue, Value};
 use vireo_store::{EvictionPool, Keyspace, Policy};
 
 #[global_allocator]
-static GLOBAL: vireo_server::alloc::Counting = vireo_server::alloc::Counting;
+static GLOBAL: vireo_server::memory::alloc::Counting = vireo_server::memory::alloc::Counting;
 
 /// Keys kept in the full keyspace: about 100 MB, as under `maxmemory 100mb`.
 const FULL: u64 = 800_000;

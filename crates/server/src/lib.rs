@@ -2,32 +2,23 @@
 //! thread), the command table with one file per command family, and the
 //! background jobs. See `shared/DESIGN.md` for the architecture.
 
-pub mod alloc;
-pub mod aof;
-pub mod blocking;
-pub mod check_rdb;
-pub mod client;
-pub mod client_evict;
 pub mod cmd;
 pub mod config;
-pub mod conn;
-pub mod cron;
-pub mod dispatch;
-pub mod evict;
-pub mod lazyfree;
-pub mod listener;
-pub mod lookahead;
-pub mod metrics;
-pub mod rdb;
+pub mod exec;
+pub mod memory;
+pub mod net;
+pub mod ops;
+pub mod persist;
 pub mod server;
-pub mod session;
-pub mod worker;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread;
 
 use config::Config;
+use net::{listener, worker};
+use ops::cron;
+use persist::{aof, rdb};
 use server::{Server, ShutdownSave, REDIS_VERSION, VIREO_VERSION};
 
 /// Runs the server with redis-server style arguments (`[file.conf]

@@ -4,14 +4,14 @@
 //! FILE` checks an RDB file.
 
 #[global_allocator]
-static GLOBAL: vireo_server::alloc::Counting = vireo_server::alloc::Counting;
+static GLOBAL: vireo_server::memory::alloc::Counting = vireo_server::memory::alloc::Counting;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let code = match args.first().map(String::as_str) {
         Some("bench") => vireo_bench::main_from_args(std::env::args_os().skip(1)),
-        Some("check-aof") => vireo_server::aof::check::main(&args[1..]),
-        Some("check-rdb") => vireo_server::check_rdb::main(&args[1..]),
+        Some("check-aof") => vireo_server::persist::aof::check::main(&args[1..]),
+        Some("check-rdb") => vireo_server::persist::check_rdb::main(&args[1..]),
         Some("server") => vireo_server::run(&args[1..]),
         _ => vireo_server::run(&args),
     };

@@ -9,11 +9,11 @@ use parking_lot::Mutex;
 use vireo_store::clock::now_ms;
 use vireo_store::Keyspace;
 
-use crate::client::ClientRegistry;
 use crate::cmd::table;
 use crate::config::Config;
-use crate::metrics::{Metrics, HIST_BUCKETS};
-use crate::worker::WorkerHandle;
+use crate::net::client::ClientRegistry;
+use crate::net::worker::WorkerHandle;
+use crate::ops::metrics::{Metrics, HIST_BUCKETS};
 
 /// Version reported by INFO and HELLO (the Redis version we match).
 pub const REDIS_VERSION: &str = "7.0.15";
@@ -28,7 +28,7 @@ pub struct CmdStat {
     pub rejected: AtomicU64,
     pub failed: AtomicU64,
     /// Latency histogram (LATENCY HISTOGRAM, INFO latencystats), see
-    /// [`crate::metrics::hist_bucket`].
+    /// [`crate::ops::metrics::hist_bucket`].
     pub latency: [AtomicU64; HIST_BUCKETS],
 }
 
@@ -152,7 +152,7 @@ pub struct Server {
     pub config: Config,
     pub keyspace: Keyspace,
     /// Clients blocked on keys (BLPOP and friends).
-    pub blocking: crate::blocking::Registry,
+    pub blocking: crate::exec::blocking::Registry,
     pub clients: ClientRegistry,
     pub stats: GlobalStats,
     pub worker_stats: Vec<Arc<WorkerStats>>,
@@ -180,17 +180,17 @@ pub struct Server {
     /// Latency monitor, instantaneous rates, startup memory.
     pub metrics: Metrics,
     /// Snapshot and loading state (SAVE, BGSAVE, INFO persistence).
-    pub rdb: crate::rdb::RdbState,
+    pub rdb: crate::persist::rdb::RdbState,
     /// This server's own `Arc`, for commands that start background work.
     self_ref: OnceLock<Weak<Server>>,
     /// The append-only file.
-    pub aof: crate::aof::Aof,
+    pub aof: crate::persist::aof::Aof,
     /// The background thread that frees big values.
-    pub lazyfree: Arc<crate::lazyfree::LazyFree>,
+    pub lazyfree: Arc<crate::memory::lazyfree::LazyFree>,
     /// `maxmemory` eviction state.
-    pub evictor: crate::evict::Evictor,
+    pub evictor: crate::memory::evict::Evictor,
     /// `maxmemory-clients` eviction state.
-    pub client_eviction: crate::client_evict::ClientEviction,
+    pub client_eviction: crate::memory::client_evict::ClientEviction,
 }
 
 impl Server {
@@ -198,9 +198,9 @@ impl Server {
     pub fn new(config: Config, threads: usize) -> Self {
         let databases = config.databases();
         let now = now_ms();
-        let lazyfree = Arc::new(crate::lazyfree::LazyFree::start());
+        let lazyfree = Arc::new(crate::memory::lazyfree::LazyFree::start());
         let server = Server {
-            blocking: crate::blocking::Registry::new(SHARDS),
+            blocking: crate::exec::blocking::Registry::new(SHARDS),
             keyspace: Keyspace::new(databases, SHARDS),
             config,
             clients: ClientRegistry::default(),
@@ -220,11 +220,11 @@ impl Server {
             bound_port: AtomicU64::new(0),
             used_memory_peak: AtomicU64::new(0),
             metrics: Metrics::new(),
-            rdb: crate::rdb::RdbState::default(),
+            rdb: crate::persist::rdb::RdbState::default(),
             self_ref: OnceLock::new(),
-            aof: crate::aof::Aof::new(threads),
+            aof: crate::persist::aof::Aof::new(threads),
             lazyfree: lazyfree.clone(),
-            evictor: crate::evict::Evictor::default(),
+            evictor: crate::memory::evict::Evictor::default(),
             client_eviction: Default::default(),
         };
         server
@@ -320,7 +320,7 @@ impl Server {
     }
 
     /// Tells the worker owning `client` to look at its messages.
-    pub fn notify(&self, worker: usize, msg: crate::worker::Msg) {
+    pub fn notify(&self, worker: usize, msg: crate::net::worker::Msg) {
         if let Some(w) = self.workers.get().and_then(|ws| ws.get(worker)) {
             w.send(msg);
         }
@@ -355,7 +355,7 @@ impl Server {
         self.pause.mode.store(2, Ordering::Release);
         if must_save {
             tracing::info!("Saving the final RDB snapshot before exiting.");
-            if let Err(e) = crate::rdb::save(&self.arc()) {
+            if let Err(e) = crate::persist::rdb::save(&self.arc()) {
                 tracing::warn!("Error trying to save the DB, can't exit: {e}");
                 if !force {
                     self.pause.mode.store(0, Ordering::Release);

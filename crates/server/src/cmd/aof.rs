@@ -1,5 +1,5 @@
 //! The AOF's commands (Redis's aof.c commands): BGREWRITEAOF. The AOF
-//! itself lives in [`crate::aof`].
+//! itself lives in [`crate::persist::aof`].
 
 use vireo_resp::Args;
 

@@ -4,7 +4,7 @@
 //!
 //! Each command first behaves like its non-blocking form on the first
 //! non-empty key; when every key is empty it registers a wait
-//! ([`crate::blocking`]) — or, inside a transaction, replies null at once.
+//! ([`crate::exec::blocking`]) — or, inside a transaction, replies null at once.
 //! [`serve_waiter`] is how a waiting client gets served when one of its
 //! keys receives elements.
 
@@ -21,7 +21,7 @@ use vireo_store::{Key, Keys};
 use super::list::{move_element, numkeys_range, pop_elements, End};
 use super::zset::pop_members;
 use super::{errors, flags::*, is, spec, CommandSpec, Ctx, KeySpec};
-use crate::blocking::{self, Waiter};
+use crate::exec::blocking::{self, Waiter};
 use crate::server::Server;
 
 /// Every argument but the last (the timeout) is a key.

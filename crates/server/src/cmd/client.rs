@@ -10,9 +10,9 @@ use vireo_store::clock::now_ms;
 
 use super::server::{reply_help, subcommand_syntax_error};
 use super::{container, errors, flags::*, is, spec, text, CommandSpec, Ctx, KeySpec};
-use crate::client::{cflags, ClientShared};
-use crate::session::ReplyMode;
-use crate::worker::Msg;
+use crate::net::client::{cflags, ClientShared};
+use crate::net::session::ReplyMode;
+use crate::net::worker::Msg;
 
 pub use super::server::stop_monitor;
 
@@ -351,7 +351,8 @@ fn unblock(ctx: &mut Ctx<'_>, args: Args<'_>) {
     let Some(id) = ctx.int_arg(args.get(2)) else {
         return;
     };
-    let done = u64::try_from(id).is_ok_and(|id| crate::blocking::unblock(ctx.server, id, error));
+    let done =
+        u64::try_from(id).is_ok_and(|id| crate::exec::blocking::unblock(ctx.server, id, error));
     ctx.out.int(i64::from(done));
 }
 

@@ -55,10 +55,10 @@ fn set(ctx: &mut Ctx<'_>, args: Args<'_>) {
             if changed("maxmemory-clients") || changed("maxmemory") {
                 // A lower limit takes effect at once, as in Redis.
                 ctx.server.client_eviction.changed();
-                crate::client_evict::evict_clients(ctx.server);
+                crate::memory::client_evict::evict_clients(ctx.server);
             }
             if changed("appendonly") || changed("appendfsync") {
-                crate::aof::config_changed(ctx.server);
+                crate::persist::aof::config_changed(ctx.server);
             }
             ctx.out.ok()
         }

@@ -6,9 +6,9 @@ use vireo_resp::number::parse_i64;
 use vireo_resp::{Args, Protocol};
 
 use super::{errors, flags::*, is, spec, CommandSpec, Ctx, KeySpec};
-use crate::client::cflags;
+use crate::net::client::cflags;
+use crate::net::session::{ReplyMode, Session};
 use crate::server::{Server, REDIS_VERSION};
-use crate::session::{ReplyMode, Session};
 
 /// This family's commands.
 pub const COMMANDS: &[CommandSpec] = &[

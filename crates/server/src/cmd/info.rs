@@ -11,9 +11,9 @@ use vireo_resp::Args;
 use vireo_store::clock::{now_ms, now_us};
 
 use super::{flags::*, spec, table, CommandSpec, Ctx, KeySpec};
-use crate::alloc;
-use crate::client::cflags;
-use crate::metrics::{sum_workers, Histogram, Rate};
+use crate::memory::alloc;
+use crate::net::client::cflags;
+use crate::ops::metrics::{sum_workers, Histogram, Rate};
 use crate::server::{Server, REDIS_VERSION, VIREO_VERSION};
 
 /// This family's commands.

@@ -451,14 +451,14 @@ fn flushall(ctx: &mut Ctx<'_>, args: Args<'_>) {
     let Some(lazy) = flush_is_async(ctx, args) else {
         return;
     };
-    crate::rdb::supersede_running_save(ctx.server);
+    crate::persist::rdb::supersede_running_save(ctx.server);
     let flushed = (0..ctx.server.keyspace.databases())
         .map(|db| ctx.keys.flush_db(db))
         .collect();
     // Redis counts one change more than the keys removed, so that even an
     // empty FLUSHALL counts as a change.
     ctx.dirty += free_flushed(ctx, flushed, lazy) + 1;
-    crate::rdb::save_after_flushall(ctx.server, ctx.dirty);
+    crate::persist::rdb::save_after_flushall(ctx.server, ctx.dirty);
     ctx.out.ok();
 }
 
@@ -484,7 +484,7 @@ fn swapdb(ctx: &mut Ctx<'_>, args: Args<'_>) {
     }
     if ids[0] != ids[1] {
         ctx.keys.swap_db(ids[0], ids[1]);
-        crate::blocking::signal_existing(ctx, &ids);
+        crate::exec::blocking::signal_existing(ctx, &ids);
     }
     ctx.dirty += 1;
     ctx.out.ok();

@@ -35,8 +35,8 @@ use vireo_resp::number::parse_i64;
 use vireo_resp::{Args, ReplyBuf};
 use vireo_store::Keys;
 
+use crate::net::session::Session;
 use crate::server::Server;
-use crate::session::Session;
 
 /// A command implementation. It reads its arguments (already checked for
 /// arity), works on the locked keyspace view in `ctx.keys`, and writes
@@ -442,7 +442,7 @@ pub struct Ctx<'a> {
     /// How the running command propagates when it is not as executed
     /// (Redis's `rewriteClientCommandVector` / `alsoPropagate`): filled by
     /// [`Ctx::propagate`], None for "as executed".
-    pub effects: Option<Vec<crate::aof::Op>>,
+    pub effects: Option<Vec<crate::persist::aof::Op>>,
 }
 
 impl Ctx<'_> {
@@ -462,7 +462,7 @@ impl Ctx<'_> {
     /// [`Ctx::signal_ready`] for a key of database `db` (MOVE, COPY ... DB,
     /// SWAPDB).
     pub fn signal_ready_in(&mut self, db: usize, key: &[u8]) {
-        crate::blocking::mark_ready(self.server, &mut self.ready, db, key);
+        crate::exec::blocking::mark_ready(self.server, &mut self.ready, db, key);
     }
 
     /// Propagates the running command as `cmd` instead of as executed (one
@@ -479,7 +479,7 @@ impl Ctx<'_> {
             return;
         }
         let mut bytes = Vec::new();
-        crate::aof::reader::encode(&mut bytes, cmd);
+        crate::persist::aof::reader::encode(&mut bytes, cmd);
         self.effects.get_or_insert_with(Vec::new).push((db, bytes));
     }
 

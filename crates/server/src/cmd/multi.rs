@@ -10,10 +10,10 @@ use vireo_resp::Args;
 use vireo_store::Keys;
 
 use super::{flags::*, spec, CommandSpec, Ctx, KeySpec, ALL_ARGS_KEYS};
-use crate::client::cflags;
-use crate::dispatch;
+use crate::exec::dispatch;
+use crate::net::client::cflags;
+use crate::net::session::{MultiState, Session};
 use crate::server::Server;
-use crate::session::{MultiState, Session};
 
 /// This family's commands.
 pub const COMMANDS: &[CommandSpec] = &[

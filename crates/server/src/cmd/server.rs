@@ -12,11 +12,11 @@ use vireo_store::clock::{now_ms, now_us};
 
 use super::info::MemoryReport;
 use super::{container, errors, flags::*, is, spec, table, text, CommandSpec, Ctx, KeySpec};
-use crate::client::cflags;
-use crate::metrics::{Histogram, LatencySeries};
-use crate::rdb;
+use crate::net::client::cflags;
+use crate::net::session::Session;
+use crate::ops::metrics::{Histogram, LatencySeries};
+use crate::persist::rdb;
 use crate::server::{Server, ShutdownSave};
-use crate::session::Session;
 
 const ADMIN_NS: u32 = ADMIN | NOSCRIPT | LOADING | STALE;
 

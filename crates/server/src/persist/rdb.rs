@@ -356,7 +356,7 @@ fn aux_fields() -> Vec<(&'static str, String)> {
         ("redis-ver", REDIS_VERSION.to_string()),
         ("redis-bits", (usize::BITS).to_string()),
         ("ctime", (now_ms() / 1000).to_string()),
-        ("used-mem", crate::alloc::used_memory().to_string()),
+        ("used-mem", crate::memory::alloc::used_memory().to_string()),
         ("aof-base", "0".to_string()),
     ]
 }

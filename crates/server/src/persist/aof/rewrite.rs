@@ -179,7 +179,7 @@ pub fn write_base(
     at_cut: impl FnOnce(),
 ) -> std::io::Result<u64> {
     let ks = &server.keyspace;
-    let (tx, rx) = crossbeam_channel::bounded(crate::rdb::CHUNKS_IN_FLIGHT);
+    let (tx, rx) = crossbeam_channel::bounded(crate::persist::rdb::CHUNKS_IN_FLIGHT);
     let now_ms = vireo_store::clock::now_ms();
     let visitor = Arc::new(BaseChunks { tx, now_ms, format });
     if ks.begin_snapshot(visitor, at_cut).is_err() {
@@ -189,7 +189,7 @@ pub fn write_base(
     }
     std::thread::scope(|s| {
         let writer = s.spawn(|| -> std::io::Result<u64> {
-            crate::rdb::run_when_idle();
+            crate::persist::rdb::run_when_idle();
             let mut w = BufWriter::with_capacity(1 << 20, File::create(path)?);
             let mut size = 0;
             let mut crc = 0;
@@ -317,7 +317,7 @@ fn rewrite(server: &Server, aof: &Aof) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::aof::reader::CommandReader;
+    use crate::persist::aof::reader::CommandReader;
     use vireo_store::value::{StrValue, Value};
 
     #[test]

@@ -72,7 +72,7 @@ pub(crate) struct Parsed<'a> {
 /// Offsets are into the buffer of the current [`Conn::process_input`]
 /// call; [`LookAhead::clear`] before each call.
 ///
-/// [`Conn::process_input`]: crate::conn::Conn::process_input
+/// [`Conn::process_input`]: crate::net::conn::Conn::process_input
 pub(crate) struct LookAhead {
     peeked: [Peeked; PREFETCH_COMMANDS],
     /// Peeked commands are `peeked[next..len]`.

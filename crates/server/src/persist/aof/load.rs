@@ -16,10 +16,10 @@ use vireo_resp::{OwnedArgs, Protocol, ReplyBuf};
 use super::manifest::Manifest;
 use super::reader::{CommandReader, ReadError};
 use super::{dir_path, short_read_advice};
-use crate::client::ClientShared;
 use crate::cmd::table;
+use crate::net::client::ClientShared;
+use crate::net::session::Session;
 use crate::server::Server;
-use crate::session::Session;
 
 /// How loading one file ended, when it did not fail.
 #[derive(Debug, PartialEq, Eq)]
@@ -147,7 +147,7 @@ fn fake_session() -> Session {
 /// the offset just after it.
 pub fn load_rdb(server: &Server, path: &Path) -> Result<u64, String> {
     let file = File::open(path).map_err(|e| e.to_string())?;
-    crate::rdb::load_stream(server, file).map(|(_, offset)| offset)
+    crate::persist::rdb::load_stream(server, file).map(|(_, offset)| offset)
 }
 
 /// Replays one file.
@@ -203,7 +203,7 @@ fn load_file(
                     before_multi = at;
                 }
                 let args = OwnedArgs::from_slices(&cmd);
-                crate::dispatch::run(server, session, &mut out, args.as_args(), None);
+                crate::exec::dispatch::run(server, session, &mut out, args.as_args(), None);
                 out.clear();
             }
             Ok(None) => {

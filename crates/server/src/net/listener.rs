@@ -13,9 +13,9 @@ use mio::net::{TcpListener, UnixListener};
 use mio::{Events, Interest, Poll, Token, Waker};
 use socket2::{Domain, Protocol, SockRef, Socket, TcpKeepalive, Type};
 
-use crate::conn::Stream;
+use crate::net::conn::Stream;
+use crate::net::worker::Msg;
 use crate::server::Server;
-use crate::worker::Msg;
 
 const WAKER: Token = Token(usize::MAX);
 

@@ -8,8 +8,8 @@ use vireo_resp::OwnedArgs;
 use vireo_store::keyspace::WatchFlag;
 use vireo_store::Key;
 
-use crate::client::ClientShared;
 use crate::cmd::CmdRef;
+use crate::net::client::ClientShared;
 
 /// CLIENT REPLY mode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,7 +65,7 @@ pub struct Session {
     pub monitor: bool,
     /// The command waiting for keys (BLPOP …); input is not executed
     /// meanwhile.
-    pub blocked: Option<crate::blocking::Blocked>,
+    pub blocked: Option<crate::exec::blocking::Blocked>,
     /// When the output buffer went over the soft `client-output-buffer-limit`
     /// (None while under it).
     pub obuf_soft_since: Option<Instant>,
@@ -77,7 +77,7 @@ pub struct Session {
     /// The running execution unit's effects for the AOF (a command, or a
     /// transaction's commands), handed over by dispatch under the unit's
     /// locks; its buffer is reused from one command to the next.
-    pub aof_unit: crate::aof::Unit,
+    pub aof_unit: crate::persist::aof::Unit,
     /// The fake client replaying the AOF at start-up: not subject to
     /// `maxmemory` or CLIENT PAUSE, and never blocks.
     pub replaying: bool,
@@ -103,7 +103,7 @@ impl Session {
             obuf_soft_since: None,
             shared,
             aof_wait: 0,
-            aof_unit: crate::aof::Unit::default(),
+            aof_unit: crate::persist::aof::Unit::default(),
             replaying: false,
         }
     }

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::alloc;
+use crate::memory::alloc;
 use crate::server::Server;
 
 /// Runs until shutdown, `hz` times a second.
@@ -26,7 +26,7 @@ pub fn run(server: Arc<Server>) {
             server
                 .keyspace
                 .active_expire_cycle(period / 4, &mut |db, key| {
-                    crate::aof::log_deletion(&server, db, key, lazy)
+                    crate::persist::aof::log_deletion(&server, db, key, lazy)
                 });
             let threshold = server
                 .config
@@ -39,11 +39,11 @@ pub fn run(server: Arc<Server>) {
                 .latency
                 .sample_if_needed(threshold, "expire-cycle", ms);
         }
-        crate::rdb::cron(&server);
+        crate::persist::rdb::cron(&server);
         // Carries on an eviction a command's time budget cut short.
-        crate::evict::perform_evictions(&server);
+        crate::memory::evict::perform_evictions(&server);
         // Catches up on client memory the workers have not acted on yet.
-        crate::client_evict::evict_clients(&server);
+        crate::memory::client_evict::evict_clients(&server);
         let used = alloc::used_memory() as u64;
         server.used_memory_peak.fetch_max(used, Ordering::Relaxed);
         server.metrics.rates.sample_if_due(&server.worker_stats);

@@ -14,11 +14,11 @@ use parking_lot::Mutex;
 use slab::Slab;
 use vireo_store::clock::now_ms;
 
-use crate::blocking::Waiter;
-use crate::client::{cflags, ClientShared};
-use crate::conn::{Close, Conn, Stream};
+use crate::exec::blocking::Waiter;
+use crate::net::client::{cflags, ClientShared};
+use crate::net::conn::{Close, Conn, Stream};
+use crate::net::session::Session;
 use crate::server::Server;
-use crate::session::Session;
 
 const WAKER: Token = Token(usize::MAX);
 /// How often housekeeping runs (timeouts, paused clients).
@@ -284,7 +284,7 @@ impl Worker {
                 continue;
             };
             let waiter = b.waiter.clone();
-            if let Some(reply) = crate::blocking::expire(&self.server, &conn.session, now) {
+            if let Some(reply) = crate::exec::blocking::expire(&self.server, &conn.session, now) {
                 self.unblocked(idx, &waiter, &reply, false);
             }
         }
@@ -333,7 +333,7 @@ impl Worker {
         // Checked before writing, as Redis checks when a reply is appended:
         // a client past its output limit (or killed) is closed unflushed.
         let used = conn.out.len();
-        if crate::conn::output_limit_reached(&server, &mut conn.session, used)
+        if crate::net::conn::output_limit_reached(&server, &mut conn.session, used)
             || conn.flush(&server.worker_stats[self.id]).is_err()
         {
             return self.close(idx);
@@ -341,7 +341,7 @@ impl Worker {
         // What the client holds now counts towards `maxmemory-clients`;
         // this client may be the one evicted.
         conn.account(&server);
-        if crate::client_evict::evict_clients(&server) > 0
+        if crate::memory::client_evict::evict_clients(&server) > 0
             && conn.session.shared.killed.load(Ordering::Relaxed)
         {
             self.close(idx);
@@ -358,7 +358,7 @@ impl Worker {
             self.deadlines
                 .remove(&(b.waiter.deadline_ms, conn.session.id));
         }
-        crate::dispatch::on_disconnect(&self.server, &mut conn.session);
+        crate::exec::dispatch::on_disconnect(&self.server, &mut conn.session);
         self.server.clients.unaccount(&conn.session.shared);
         self.server.clients.remove(conn.session.id);
     }

@@ -12,12 +12,12 @@ use mio::net::{TcpStream, UnixStream};
 use mio::{Interest, Registry, Token};
 use vireo_resp::{ParseLimits, Parser, Protocol, ReplyBuf};
 
-use crate::blocking::Waiter;
-use crate::client::cflags;
-use crate::dispatch::{self, Outcome};
-use crate::lookahead::LookAhead;
+use crate::exec::blocking::Waiter;
+use crate::exec::dispatch::{self, Outcome};
+use crate::net::client::cflags;
+use crate::net::lookahead::LookAhead;
+use crate::net::session::Session;
 use crate::server::{bump, Server, WorkerStats};
-use crate::session::Session;
 
 /// Bytes read per `read` call, Redis's PROTO_IOBUF_LEN.
 const READ_CHUNK: usize = 16 * 1024;
@@ -309,7 +309,7 @@ impl Conn {
                         // pipeline.
                         if server.config.hot.maxmemory_clients.load(Ordering::Relaxed) != 0 {
                             self.account(server);
-                            crate::client_evict::evict_clients(server);
+                            crate::memory::client_evict::evict_clients(server);
                         }
                     }
                     Outcome::Postponed => {
@@ -451,7 +451,7 @@ impl Conn {
     }
 
     /// Shared view of this client, for the registry.
-    pub fn shared(&self) -> &Arc<crate::client::ClientShared> {
+    pub fn shared(&self) -> &Arc<crate::net::client::ClientShared> {
         &self.session.shared
     }
 }

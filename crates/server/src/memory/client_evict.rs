@@ -4,7 +4,7 @@
 //!
 //! Every worker publishes what each of its clients holds (query buffer,
 //! output buffer, queued transaction, WATCH list; see
-//! [`crate::conn::Conn::memory_usage`]) to the client registry, which keeps
+//! [`crate::net::conn::Conn::memory_usage`]) to the client registry, which keeps
 //! the total. Whoever sees the total at or over the limit (a worker after
 //! serving a client, CONFIG SET, the cron thread) runs an eviction pass.
 //!
@@ -21,9 +21,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::Mutex;
 use vireo_store::clock::now_ms;
 
-use crate::client::cflags;
+use crate::net::client::cflags;
+use crate::net::worker::Msg;
 use crate::server::Server;
-use crate::worker::Msg;
 
 /// After a pass that could not get under the limit (every remaining
 /// client is NO-EVICT), passes are skipped for this long unless something

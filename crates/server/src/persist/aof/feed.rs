@@ -339,7 +339,7 @@ impl Merger {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::aof::reader::{encode, CommandReader};
+    use crate::persist::aof::reader::{encode, CommandReader};
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::Arc;
 

@@ -658,7 +658,7 @@ fn write_out(aof: &Aof, file: Option<&mut File>, data: &[u8]) -> usize {
 fn wake_waiting_workers(server: &Server) {
     for (i, flag) in server.aof.waiting.iter().enumerate() {
         if flag.swap(false, Ordering::SeqCst) {
-            server.notify(i, crate::worker::Msg::Wake);
+            server.notify(i, crate::net::worker::Msg::Wake);
         }
     }
 }
@@ -668,7 +668,7 @@ fn wake_waiting_workers(server: &Server) {
 /// for.
 pub fn run_background(server: Arc<Server>) {
     // Rewrites are snapshots: they yield the CPU to the workers.
-    crate::rdb::run_when_idle();
+    crate::persist::rdb::run_when_idle();
     let aof = &server.aof;
     while !server.shutting_down.load(Ordering::Acquire) {
         let requested = {

@@ -28,12 +28,12 @@ use parking_lot::Mutex;
 use vireo_resp::{Args, OwnedArgs, Protocol, ReplyBuf};
 use vireo_store::{Key, Keys, Keyspace};
 
-use crate::client::{cflags, ClientShared};
 use crate::cmd::blocking::{serve_waiter, Op, Served};
 use crate::cmd::{CmdRef, Ctx};
+use crate::net::client::{cflags, ClientShared};
+use crate::net::session::Session;
+use crate::net::worker::Msg;
 use crate::server::Server;
-use crate::session::Session;
-use crate::worker::Msg;
 
 /// One client's wait for elements on some keys.
 pub struct Waiter {

@@ -11,9 +11,9 @@ use vireo_store::clock::{command_end_us, command_start_us, now_us};
 use vireo_store::Keys;
 
 use crate::cmd::{flags, key_range, table, CmdRef, Ctx, KeySpec};
-use crate::metrics::hist_bucket;
+use crate::net::session::{ReplyMode, Session};
+use crate::ops::metrics::hist_bucket;
 use crate::server::{bump, Server, SlowlogEntry};
-use crate::session::{ReplyMode, Session};
 
 /// What happened to a command.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -143,12 +143,12 @@ pub fn run(
     let deferred = if ctx.ready.is_empty() {
         Vec::new()
     } else {
-        crate::blocking::serve_ready(server, &mut ctx.keys, &mut ctx.ready, &mut ctx.dirty)
+        crate::exec::blocking::serve_ready(server, &mut ctx.keys, &mut ctx.ready, &mut ctx.dirty)
     };
     let mut dirty = ctx.dirty;
     drop(ctx);
     if !deferred.is_empty() {
-        dirty += crate::blocking::serve_deferred(server, deferred);
+        dirty += crate::exec::blocking::serve_deferred(server, deferred);
     }
     if dirty > 0 {
         crate::server::bump(&server.worker_stats[session.shared.worker].dirty, dirty);
@@ -248,7 +248,7 @@ fn oom_rejection(server: &Server, session: &Session, cmd: CmdRef) -> Option<&'st
     if server.config.hot.maxmemory.load(Ordering::Relaxed) == 0 {
         return None;
     }
-    if crate::evict::perform_evictions(server) != crate::evict::EvictResult::Fail {
+    if crate::memory::evict::perform_evictions(server) != crate::memory::evict::EvictResult::Fail {
         return None;
     }
     let name = cmd.spec.name;
@@ -269,7 +269,7 @@ fn persistence_rejection(
     let spec = cmd.spec;
     let denies =
         |session: &Session| spec.name == "ping" || has_flag_or_queued(session, cmd, flags::WRITE);
-    if crate::rdb::writes_denied(server) && denies(session) {
+    if crate::persist::rdb::writes_denied(server) && denies(session) {
         return Some("MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.".into());
     }
     if let Some(error) = server.aof.write_error() {
@@ -388,7 +388,7 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: CmdRef, args: Args<'_>) {
         ctx.out
             .error("ERR internal error while executing the command");
         // A command that failed does not stay blocked.
-        crate::blocking::abandon(server, ctx.session);
+        crate::exec::blocking::abandon(server, ctx.session);
     }
     // A command that blocked gets its latency and slow log entry when it
     // completes ([`finish_blocked`]).
@@ -425,7 +425,7 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: CmdRef, args: Args<'_>) {
     // Redis stops buffering replies for a client past its output buffer
     // limit (it is closed ASAP): dropping this reply keeps a pipeline or an
     // EXEC of big replies from growing memory past the limit.
-    if crate::conn::output_limit_reached(server, ctx.session, ctx.out.len()) {
+    if crate::net::conn::output_limit_reached(server, ctx.session, ctx.out.len()) {
         ctx.out.truncate(mark);
     }
     ctx.session.shared.db.store(ctx.db, Ordering::Relaxed);
@@ -481,7 +481,7 @@ pub fn finish_blocked(
     server: &Server,
     session: &mut Session,
     out: &mut ReplyBuf,
-    blocked: crate::blocking::Blocked,
+    blocked: crate::exec::blocking::Blocked,
     reply: &[u8],
     failed: bool,
 ) {
@@ -573,7 +573,7 @@ fn feed_monitors(server: &Server, session: &Session, db: usize, args: Args<'_>) 
     let monitors = server.monitors.lock().clone();
     for (worker, id) in monitors {
         if id != session.id {
-            server.notify(worker, crate::worker::Msg::Output(id, line.clone()));
+            server.notify(worker, crate::net::worker::Msg::Output(id, line.clone()));
         }
     }
 }
@@ -581,7 +581,7 @@ fn feed_monitors(server: &Server, session: &Session, db: usize, args: Args<'_>) 
 /// Cleans up after a client disconnects: WATCH registrations, MONITOR, a
 /// wait for keys.
 pub fn on_disconnect(server: &Server, session: &mut Session) {
-    crate::blocking::abandon(server, session);
+    crate::exec::blocking::abandon(server, session);
     crate::cmd::multi::unwatch_all(server, session);
     crate::cmd::client::stop_monitor(server, session);
 }

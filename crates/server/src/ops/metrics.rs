@@ -263,7 +263,7 @@ impl Metrics {
         Metrics {
             latency: LatencyMonitor::default(),
             rates: Rates::default(),
-            used_memory_startup: crate::alloc::used_memory() as u64,
+            used_memory_startup: crate::memory::alloc::used_memory() as u64,
         }
     }
 }

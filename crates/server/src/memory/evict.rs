@@ -136,7 +136,7 @@ pub fn time_limit(tenacity: u64) -> Option<Duration> {
 /// what the lazy free thread is about to release (Redis also leaves out
 /// replica output buffers and the AOF buffer, which Vireo does not have).
 fn used_for_eviction(server: &Server) -> u64 {
-    (crate::alloc::used_memory() as u64).saturating_sub(server.lazyfree.pending_bytes())
+    (crate::memory::alloc::used_memory() as u64).saturating_sub(server.lazyfree.pending_bytes())
 }
 
 /// Evicts keys while memory is over `maxmemory`; see the module docs.
@@ -183,7 +183,8 @@ fn evict_until_under(server: &Server, mut used: u64, limit: u64) -> EvictResult 
     let mut pool = server.evictor.lock_pool();
     let mut evicted = 0u64;
     while used > limit {
-        let mut log = |db: usize, key: &[u8]| crate::aof::log_deletion(server, db, key, lazy);
+        let mut log =
+            |db: usize, key: &[u8]| crate::persist::aof::log_deletion(server, db, key, lazy);
         let Some(ev) = server
             .keyspace
             .evict_one(policy, samples, &mut pool, &mut log)
@@ -215,7 +216,7 @@ fn wait_for_lazy_free(server: &Server, limit: u64, budget: Option<Duration>) -> 
     let budget = budget.unwrap_or(Duration::from_millis(1));
     let start = Instant::now();
     while server.lazyfree.pending_objects() > 0 && start.elapsed() < budget {
-        if crate::alloc::used_memory() as u64 <= limit {
+        if crate::memory::alloc::used_memory() as u64 <= limit {
             return EvictResult::Ok;
         }
         std::thread::sleep(budget.min(Duration::from_millis(1)));

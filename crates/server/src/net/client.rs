@@ -1,6 +1,6 @@
 //! The client registry: what every thread can see of every connection
 //! (CLIENT LIST, CLIENT KILL, INFO clients), kept apart from the state only
-//! the owning worker touches ([`crate::session::Session`]).
+//! the owning worker touches ([`crate::net::session::Session`]).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

@@ -1,0 +1,6 @@
+//! What every command shares at run time, outside any one family: the
+//! dispatch path from parsed arguments to a reply (lookup, checks, locking,
+//! stats), and the registry of clients blocked on keys.
+
+pub mod blocking;
+pub mod dispatch;
