@@ -5,8 +5,8 @@
 //! Each command first behaves like its non-blocking form on the first
 //! non-empty key; when every key is empty it registers a wait
 //! ([`crate::exec::blocking`]) — or, inside a transaction, replies null at once.
-//! [`serve_waiter`] is how a waiting client gets served when one of its
-//! keys receives elements.
+//! [`Op`]'s [`BlockedOp`] implementation is how a waiting client gets
+//! served when one of its keys receives elements.
 
 use std::collections::HashSet;
 use std::ops::Range;
@@ -19,9 +19,10 @@ use vireo_store::value::ValueRef;
 use vireo_store::{Key, Keys};
 
 use super::list::{move_element, numkeys_range, pop_elements, End};
+use super::shared::{pop_effect, Pop};
 use super::zset::pop_members;
 use super::{errors, flags::*, is, spec, CommandSpec, Ctx, KeySpec};
-use crate::exec::blocking::{self, Waiter};
+use crate::exec::blocking::{self, BlockedOp, Served, Waiter};
 use crate::server::Server;
 
 /// Every argument but the last (the timeout) is a key.
@@ -94,18 +95,6 @@ pub const COMMANDS: &[CommandSpec] = &[
     spec("bzmpop", -5, WRITE | BLOCKING, NUMKEYS_AT_2, bzmpop),
 ];
 
-/// A pop from the head or tail of one key.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Pop {
-    /// From a list. `count` None: one element, replied `[key, element]`
-    /// (BLPOP/BRPOP); Some: up to that many, `[key, [elements]]` (BLMPOP).
-    List { end: End, count: Option<usize> },
-    /// From a sorted set, lowest scores first unless `max`. `count` None:
-    /// `[key, member, score]` (BZPOPMIN/BZPOPMAX); Some:
-    /// `[key, [[member, score], ...]]` (BZMPOP).
-    ZSet { max: bool, count: Option<usize> },
-}
-
 /// What serving a waiting client does.
 #[derive(Debug)]
 pub enum Op {
@@ -117,14 +106,6 @@ pub enum Op {
 }
 
 impl Op {
-    /// The key a move writes to.
-    pub fn destination(&self) -> Option<&[u8]> {
-        match self {
-            Op::Move { dst, .. } => Some(dst),
-            Op::Pop(_) => None,
-        }
-    }
-
     /// True if a key holding `v` can serve this wait; a wait stays blocked
     /// while its key holds another type, as in Redis.
     fn accepts(&self, v: ValueRef) -> bool {
@@ -133,42 +114,6 @@ impl Op {
             Op::Pop(Pop::List { .. }) | Op::Move { .. } => matches!(v, ValueRef::List(_)),
         }
     }
-}
-
-/// Outcome of [`serve_waiter`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Served {
-    /// The waiter was claimed and its reply sent.
-    Done,
-    /// The waiter cannot be served from this key (other type, or someone
-    /// else ended its wait): try the next one.
-    Skipped,
-    /// The waiter needs a shard this view cannot take now; serving the key
-    /// must resume under other locks, this waiter first.
-    Deferred,
-}
-
-/// The non-blocking command a pop of `n` elements from `key` propagates
-/// as (Redis 7.0 rewrites BLPOP to LPOP, BLMPOP and LMPOP to LPOP with a
-/// count, BZPOPMIN to ZPOPMIN, …).
-pub(crate) fn pop_effect(pop: Pop, key: &[u8], n: usize) -> Vec<Vec<u8>> {
-    let (name, count): (&[u8], _) = match pop {
-        Pop::List {
-            end: End::Left,
-            count,
-        } => (b"LPOP", count),
-        Pop::List {
-            end: End::Right,
-            count,
-        } => (b"RPOP", count),
-        Pop::ZSet { max: false, count } => (b"ZPOPMIN", count),
-        Pop::ZSet { max: true, count } => (b"ZPOPMAX", count),
-    };
-    let mut cmd = vec![name.to_vec(), key.to_vec()];
-    if count.is_some() {
-        cmd.push(itoa::Buffer::new().format(n).as_bytes().to_vec());
-    }
-    cmd
 }
 
 /// The LMOVE a move of one element propagates as (BLMOVE, BRPOPLPUSH).
@@ -560,71 +505,77 @@ fn pop_into(
     Ok(Some(popped))
 }
 
-/// Serves waiter `w` from `key`, which holds elements, through the locked
-/// view of the command that made it ready: claims the waiter, pops (or
-/// moves) for it and sends it the reply, recording keys its move made ready
-/// in `ready` and counting its writes in `dirty`.
-pub(crate) fn serve_waiter(
-    server: &Server,
-    keys: &mut Keys<'_>,
-    w: &Arc<Waiter>,
-    key: &[u8],
-    ready: &mut Vec<(usize, Key)>,
-    dirty: &mut u64,
-) -> Served {
-    let db = w.db;
-    if !keys
-        .get_mut(db, key)
-        .is_some_and(|e| w.op.accepts(e.value()))
-    {
-        return Served::Skipped;
-    }
-    let mut out = ReplyBuf::new(w.proto);
-    match &w.op {
-        Op::Pop(pop) => {
-            if !server.blocking.claim(&server.keyspace, w) {
-                return Served::Skipped;
-            }
-            match pop_into(keys, db, key, *pop, &mut out) {
-                Ok(Some(n)) => {
-                    feed_served(server, db, &pop_effect(*pop, key, n));
-                    changed(keys, db, key, dirty);
-                }
-                // Checked above: the key holds elements of the right type.
-                Ok(None) | Err(()) => out.null_array(),
-            }
-        }
-        Op::Move { dst, from, to } => {
-            if !keys.try_hold(dst) {
-                return Served::Deferred;
-            }
-            let dst_is_list = keys
-                .get_mut(db, dst)
-                .is_none_or(|e| matches!(e.value(), ValueRef::List(_)));
-            if !server.blocking.claim(&server.keyspace, w) {
-                return Served::Skipped;
-            }
-            // A destination of another type fails the waiter (with nothing
-            // popped) and ends its wait, as in Redis.
-            let moved = if dst_is_list {
-                move_element(keys, db, key, dst, *from, *to)
-            } else {
-                Err(())
-            };
-            match moved {
-                Ok(Some(v)) => {
-                    out.bulk(&v);
-                    feed_served(server, db, &move_effect(key, dst, *from, *to));
-                    changed(keys, db, key, dirty);
-                    changed(keys, db, dst, dirty);
-                    blocking::mark_ready(server, ready, db, dst);
-                }
-                _ => out.error(errors::WRONGTYPE),
-            }
+impl BlockedOp for Op {
+    fn destination(&self) -> Option<&[u8]> {
+        match self {
+            Op::Move { dst, .. } => Some(dst),
+            Op::Pop(_) => None,
         }
     }
-    blocking::deliver(server, w, out.as_bytes().to_vec(), false);
-    Served::Done
+
+    fn serve(
+        &self,
+        server: &Server,
+        keys: &mut Keys<'_>,
+        w: &Arc<Waiter>,
+        key: &[u8],
+        ready: &mut Vec<(usize, Key)>,
+        dirty: &mut u64,
+    ) -> Served {
+        let db = w.db;
+        if !keys
+            .get_mut(db, key)
+            .is_some_and(|e| self.accepts(e.value()))
+        {
+            return Served::Skipped;
+        }
+        let mut out = ReplyBuf::new(w.proto);
+        match self {
+            Op::Pop(pop) => {
+                if !server.blocking.claim(&server.keyspace, w) {
+                    return Served::Skipped;
+                }
+                match pop_into(keys, db, key, *pop, &mut out) {
+                    Ok(Some(n)) => {
+                        feed_served(server, db, &pop_effect(*pop, key, n));
+                        changed(keys, db, key, dirty);
+                    }
+                    // Checked above: the key holds elements of the right type.
+                    Ok(None) | Err(()) => out.null_array(),
+                }
+            }
+            Op::Move { dst, from, to } => {
+                if !keys.try_hold(dst) {
+                    return Served::Deferred;
+                }
+                let dst_is_list = keys
+                    .get_mut(db, dst)
+                    .is_none_or(|e| matches!(e.value(), ValueRef::List(_)));
+                if !server.blocking.claim(&server.keyspace, w) {
+                    return Served::Skipped;
+                }
+                // A destination of another type fails the waiter (with nothing
+                // popped) and ends its wait, as in Redis.
+                let moved = if dst_is_list {
+                    move_element(keys, db, key, dst, *from, *to)
+                } else {
+                    Err(())
+                };
+                match moved {
+                    Ok(Some(v)) => {
+                        out.bulk(&v);
+                        feed_served(server, db, &move_effect(key, dst, *from, *to));
+                        changed(keys, db, key, dirty);
+                        changed(keys, db, dst, dirty);
+                        blocking::mark_ready(server, ready, db, dst);
+                    }
+                    _ => out.error(errors::WRONGTYPE),
+                }
+            }
+        }
+        blocking::deliver(server, w, out.as_bytes().to_vec(), false);
+        Served::Done
+    }
 }
 
 /// Logs what serving a waiter did, as its own unit, while the view still

@@ -8,13 +8,13 @@ use vireo_resp::number::parse_i64;
 use vireo_resp::Args;
 use vireo_store::clock::now_ms;
 
-use super::server::{reply_help, subcommand_syntax_error};
+use super::shared::{reply_help, subcommand_syntax_error};
 use super::{container, errors, flags::*, is, spec, text, CommandSpec, Ctx, KeySpec};
 use crate::net::client::{cflags, ClientShared};
 use crate::net::session::ReplyMode;
 use crate::net::worker::Msg;
 
-pub use super::server::stop_monitor;
+pub use crate::exec::monitor::stop_monitor;
 
 const NS: u32 = NOSCRIPT | LOADING | STALE;
 const ADMIN_NS: u32 = ADMIN | NOSCRIPT | LOADING | STALE;
@@ -48,7 +48,7 @@ fn id(ctx: &mut Ctx<'_>, _args: Args<'_>) {
 
 /// CLIENT SETNAME name: names the connection (an empty name clears it).
 fn setname(ctx: &mut Ctx<'_>, args: Args<'_>) {
-    match super::connection::set_client_name(ctx.session, args.get(2)) {
+    match super::shared::set_client_name(ctx.session, args.get(2)) {
         Ok(()) => ctx.out.ok(),
         Err(e) => ctx.out.error(e),
     }

@@ -23,6 +23,7 @@ pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
     handler: command_all,
     subcommands: SUBCOMMANDS,
     members: None,
+    getkeys: None,
 }];
 
 const SUBCOMMANDS: &[CommandSpec] = &[
@@ -148,7 +149,7 @@ fn getkeys_and_flags(ctx: &mut Ctx<'_>, args: Args<'_>) {
 
 /// COMMAND HELP: lists the COMMAND subcommands.
 fn help(ctx: &mut Ctx<'_>, _args: Args<'_>) {
-    super::server::reply_help(
+    super::shared::reply_help(
         ctx,
         "COMMAND",
         &[
@@ -554,7 +555,7 @@ fn find_keys(
 ) -> Option<Vec<(usize, u32)>> {
     let Some(doc) = doc else {
         let owned = OwnedArgs::from_slices(line.iter());
-        let found = table_key_indices(spec, owned.as_args());
+        let found = spec.reported_keys(owned.as_args());
         return (!found.is_empty()).then(|| found.into_iter().map(|p| (p, 0)).collect());
     };
     let mut keys = match keys_from_specs(&doc.key_specs, line) {
@@ -566,7 +567,7 @@ fn find_keys(
         {
             let owned = OwnedArgs::from_slices(line.iter());
             let last = doc.key_specs.last().map_or(0, |ks| ks.flags);
-            table_key_indices(spec, owned.as_args())
+            spec.reported_keys(owned.as_args())
                 .into_iter()
                 .map(|p| {
                     let at = doc
@@ -589,18 +590,6 @@ fn find_keys(
         }
     }
     Some(keys)
-}
-
-/// Key positions as the execution table finds them, or as the command's
-/// own finder does when its table entry cannot list them: SORT and SORT_RO
-/// lock every shard (their BY/GET keys are only known while they run), and
-/// report their sorted key and STORE destination like Redis's
-/// `sortGetKeys`.
-fn table_key_indices(spec: &CommandSpec, args: Args<'_>) -> Vec<usize> {
-    match spec.name {
-        "sort" | "sort_ro" => super::sort::key_positions(args, spec.name == "sort_ro"),
-        _ => spec.key_indices(args),
-    }
 }
 
 /// Key flags of commands whose key specs say `variable_flags`: SET reads

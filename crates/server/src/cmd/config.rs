@@ -5,7 +5,7 @@
 
 use vireo_resp::Args;
 
-use super::server::reply_help;
+use super::shared::reply_help;
 use super::{container, errors, flags::*, is, spec, CommandSpec, Ctx, KeySpec};
 
 const ADMIN_NS: u32 = ADMIN | NOSCRIPT | LOADING | STALE;

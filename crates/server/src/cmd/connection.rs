@@ -5,9 +5,10 @@ use std::sync::atomic::Ordering;
 use vireo_resp::number::parse_i64;
 use vireo_resp::{Args, Protocol};
 
+use super::shared::set_client_name;
 use super::{errors, flags::*, is, spec, CommandSpec, Ctx, KeySpec};
 use crate::net::client::cflags;
-use crate::net::session::{ReplyMode, Session};
+use crate::net::session::ReplyMode;
 use crate::server::{Server, REDIS_VERSION};
 
 /// This family's commands.
@@ -84,8 +85,8 @@ fn quit(ctx: &mut Ctx<'_>, _args: Args<'_>) {
 
 /// RESET: returns the connection to its just-connected state.
 fn reset(ctx: &mut Ctx<'_>, _args: Args<'_>) {
-    super::multi::reset(&mut ctx.keys, ctx.session);
-    super::client::stop_monitor(ctx.server, ctx.session);
+    crate::exec::multi::reset(&mut ctx.keys, ctx.session);
+    crate::exec::monitor::stop_monitor(ctx.server, ctx.session);
     let s = &mut *ctx.session;
     s.db = 0;
     ctx.db = 0;
@@ -138,20 +139,6 @@ fn auth(ctx: &mut Ctx<'_>, args: Args<'_>) {
         }
         Err(e) => ctx.out.error(e),
     }
-}
-
-/// True if a client name is acceptable: printable ASCII without spaces.
-pub fn valid_client_name(name: &[u8]) -> bool {
-    name.iter().all(|&c| (b'!'..=b'~').contains(&c))
-}
-
-/// Sets (or with an empty name clears) the client name; Err is the reply.
-pub fn set_client_name(session: &Session, name: &[u8]) -> Result<(), &'static str> {
-    if !valid_client_name(name) {
-        return Err("ERR Client names cannot contain spaces, newlines or special characters.");
-    }
-    *session.shared.name.lock() = (!name.is_empty()).then(|| name.to_vec());
-    Ok(())
 }
 
 /// HELLO [protover [AUTH user pass] [SETNAME name]]: switches protocol,

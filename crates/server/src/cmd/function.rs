@@ -5,7 +5,7 @@
 
 use vireo_resp::Args;
 
-use super::server::reply_help;
+use super::shared::reply_help;
 use super::{flags::*, is, CommandSpec, Ctx, KeySpec};
 
 const SUBS: &[CommandSpec] = &[

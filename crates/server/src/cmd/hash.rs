@@ -13,8 +13,8 @@ use vireo_resp::{Args, Protocol, ReplyBuf};
 use vireo_store::hash::{Hash, HashLimits};
 use vireo_store::{Keys, Value, ValueRef};
 
-use super::keys::{parse_cursor, parse_scan_args};
-use super::string::parse_float;
+use super::shared::parse_float;
+use super::shared::{parse_cursor, parse_scan_args};
 use super::{errors, flags::*, is, spec, CommandSpec, Ctx, KEY1};
 
 /// This family's commands, with Redis 7.0's arities, flags and key triples.
@@ -448,7 +448,7 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: Args<'_>) {
     // A huge negative count must not exhaust memory: past the budget the
     // reply is cut and the connection closed, as Redis closes a client
     // over its output buffer limit.
-    let budget = super::set::reply_budget(ctx);
+    let budget = super::shared::reply_budget(ctx);
     let mut over_limit = false;
     read_or(
         ctx,

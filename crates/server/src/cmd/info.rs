@@ -11,9 +11,8 @@ use vireo_resp::Args;
 use vireo_store::clock::{now_ms, now_us};
 
 use super::{flags::*, spec, table, CommandSpec, Ctx, KeySpec};
-use crate::memory::alloc;
 use crate::net::client::cflags;
-use crate::ops::metrics::{sum_workers, Histogram, Rate};
+use crate::ops::metrics::{sum_workers, total_system_memory, Histogram, MemoryReport, Rate};
 use crate::server::{Server, REDIS_VERSION, VIREO_VERSION};
 
 /// This family's commands.
@@ -219,116 +218,6 @@ fn clients_section(server: &Server, w: &mut Lines<'_>) {
     w.kv("blocked_clients", blocked);
     w.kv("tracking_clients", 0);
     w.kv("clients_in_timeout_table", server.blocking.with_deadline());
-}
-
-/// Memory figures shared by INFO memory and MEMORY STATS / DOCTOR.
-#[derive(Default)]
-pub struct MemoryReport {
-    /// Bytes allocated now.
-    pub used: u64,
-    /// Highest `used` seen.
-    pub peak: u64,
-    /// Bytes allocated once the server was set up.
-    pub startup: u64,
-    /// Resident set size of the process.
-    pub rss: u64,
-    /// Memory the allocator holds (mimalloc's committed bytes; on Linux it
-    /// estimates its resident memory by the same figure, so this is both
-    /// Redis's allocator "active" and "resident").
-    pub active: u64,
-    /// What clients hold: query and output buffers, connection state,
-    /// queued transactions.
-    pub clients: u64,
-    /// Estimated hash table overhead per non-empty database.
-    pub dbs: Vec<DbOverhead>,
-    /// Everything that is not data: startup, clients, hash tables.
-    pub overhead: u64,
-    /// Keys in all databases.
-    pub keys: u64,
-}
-
-/// Estimated table overhead of one database (MEMORY STATS `db.N`).
-pub struct DbOverhead {
-    /// Database index.
-    pub db: usize,
-    /// Bytes the key table spends per key beyond the data.
-    pub main_overhead: u64,
-    /// Bytes the expiry index spends.
-    pub expires_overhead: u64,
-}
-
-impl MemoryReport {
-    /// Measures the server now (and raises the recorded peak if needed).
-    pub fn collect(server: &Server) -> MemoryReport {
-        let used = alloc::used_memory() as u64;
-        let peak = server
-            .used_memory_peak
-            .fetch_max(used, Ordering::Relaxed)
-            .max(used);
-        // What every client holds, as accounted for `maxmemory-clients`
-        // (Redis's `mem_clients_normal` is the same figure).
-        let clients = server.clients.memory_total();
-        // Per key, the table holds the key handle and the entry; per key
-        // with a TTL, the expiry index holds another key handle.
-        let entry = (std::mem::size_of::<vireo_store::Key>()
-            + std::mem::size_of::<vireo_store::Entry>()) as u64;
-        let key = std::mem::size_of::<vireo_store::Key>() as u64;
-        let sizes = server.keyspace.db_sizes();
-        let keys = sizes.iter().map(|d| d.0 as u64).sum();
-        let dbs: Vec<DbOverhead> = sizes
-            .into_iter()
-            .enumerate()
-            .filter(|(_, (keys, _))| *keys > 0)
-            .map(|(db, (keys, expires))| DbOverhead {
-                db,
-                main_overhead: keys as u64 * entry,
-                expires_overhead: expires as u64 * key,
-            })
-            .collect();
-        let startup = server.metrics.used_memory_startup;
-        let tables: u64 = dbs
-            .iter()
-            .map(|d| d.main_overhead + d.expires_overhead)
-            .sum();
-        MemoryReport {
-            used,
-            peak,
-            startup,
-            rss: rss_bytes(),
-            active: alloc::allocator_stats().committed,
-            clients,
-            dbs,
-            overhead: startup + clients + tables,
-            keys,
-        }
-    }
-
-    /// Bytes that are data rather than overhead.
-    pub fn dataset(&self) -> u64 {
-        self.used.saturating_sub(self.overhead)
-    }
-}
-
-/// Resident set size from /proc/self/status (0 where unavailable).
-fn rss_bytes() -> u64 {
-    proc_status_kb("/proc/self/status", "VmRSS:") * 1024
-}
-
-/// Total physical memory from /proc/meminfo (0 where unavailable).
-fn total_system_memory() -> u64 {
-    proc_status_kb("/proc/meminfo", "MemTotal:") * 1024
-}
-
-/// The `kB` figure of a `Field:   N kB` line of a /proc file.
-fn proc_status_kb(path: &str, field: &str) -> u64 {
-    std::fs::read_to_string(path)
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix(field))
-                .and_then(|v| v.split_whitespace().next().and_then(|n| n.parse().ok()))
-        })
-        .unwrap_or(0)
 }
 
 /// `a / b` with two decimals, 0 when `b` is 0.

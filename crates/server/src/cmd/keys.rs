@@ -9,7 +9,7 @@ use vireo_store::glob::glob_match;
 use vireo_store::keyspace::Flushed;
 use vireo_store::{Entry, Key, StrRef, ValueRef};
 
-use super::server::reply_help;
+use super::shared::{parse_scan_args, reply_help};
 use super::{
     container, errors, flags::*, is, spec, CommandSpec, Ctx, KeySpec, ALL_ARGS_KEYS, KEY1,
 };
@@ -158,97 +158,6 @@ fn keys(ctx: &mut Ctx<'_>, args: Args<'_>) {
         }
     });
     out.fill_deferred_array(header, n);
-}
-
-/// Parses a SCAN-family cursor as Redis's `strtoul`-based parser does: an
-/// optional sign and decimal digits, nothing else (not even whitespace);
-/// the empty string is 0, a minus sign negates modulo 2^64, and values
-/// past `u64::MAX` are rejected.
-pub fn parse_cursor(arg: &[u8]) -> Option<u64> {
-    if arg.is_empty() {
-        return Some(0);
-    }
-    let (negative, digits) = match arg.split_first() {
-        Some((b'-', rest)) => (true, rest),
-        Some((b'+', rest)) => (false, rest),
-        _ => (false, arg),
-    };
-    if digits.is_empty() {
-        return None;
-    }
-    let mut v: u64 = 0;
-    for &d in digits {
-        if !d.is_ascii_digit() {
-            return None;
-        }
-        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
-    }
-    Some(if negative { v.wrapping_neg() } else { v })
-}
-
-/// The options of a SCAN-family command.
-pub struct ScanArgs<'a> {
-    /// Where to resume.
-    pub cursor: u64,
-    /// MATCH pattern; None when absent or `*` (which matches everything).
-    pub pattern: Option<&'a [u8]>,
-    /// COUNT: roughly how many elements to visit (default 10).
-    pub count: usize,
-    /// TYPE filter (keyspace SCAN only).
-    pub type_name: Option<&'a [u8]>,
-}
-
-impl ScanArgs<'_> {
-    /// True if an element named `name` passes the MATCH filter.
-    pub fn matches(&self, name: &[u8]) -> bool {
-        self.pattern.is_none_or(|p| glob_match(p, name, false))
-    }
-}
-
-/// Parses `cursor [MATCH pattern] [COUNT count] [TYPE type]` starting at
-/// argument `at` (the cursor), as Redis's `scanGenericCommand`; TYPE only
-/// when `allow_type`. Replies the error and returns None on bad input.
-pub fn parse_scan_args<'a>(
-    ctx: &mut Ctx<'_>,
-    args: Args<'a>,
-    at: usize,
-    allow_type: bool,
-) -> Option<ScanArgs<'a>> {
-    let Some(cursor) = parse_cursor(args.get(at)) else {
-        ctx.out.error("ERR invalid cursor");
-        return None;
-    };
-    let mut parsed = ScanArgs {
-        cursor,
-        pattern: None,
-        count: 10,
-        type_name: None,
-    };
-    let mut i = at + 1;
-    while i < args.len() {
-        let opt = args.get(i);
-        let Some(value) = args.try_get(i + 1) else {
-            ctx.out.error(errors::SYNTAX);
-            return None;
-        };
-        if is(opt, "count") {
-            let count = ctx.int_arg(value)?;
-            if count < 1 {
-                ctx.out.error(errors::SYNTAX);
-                return None;
-            }
-            parsed.count = usize::try_from(count).unwrap_or(usize::MAX);
-        } else if is(opt, "match") {
-            parsed.pattern = (value != b"*").then_some(value);
-        } else if is(opt, "type") && allow_type {
-            parsed.type_name = Some(value);
-        } else {
-            ctx.out.error(errors::SYNTAX);
-            return None;
-        }
-        i += 2;
-    }
-    Some(parsed)
 }
 
 /// SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]: one step of an
@@ -597,24 +506,6 @@ fn object_help(ctx: &mut Ctx<'_>, _args: Args<'_>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cursor_parsing_follows_strtoul() {
-        assert_eq!(parse_cursor(b"0"), Some(0));
-        assert_eq!(parse_cursor(b""), Some(0));
-        assert_eq!(parse_cursor(b"+5"), Some(5));
-        assert_eq!(parse_cursor(b"-0"), Some(0));
-        assert_eq!(parse_cursor(b"-1"), Some(u64::MAX));
-        assert_eq!(parse_cursor(b"18446744073709551615"), Some(u64::MAX));
-        assert_eq!(parse_cursor(b"-18446744073709551615"), Some(1));
-        assert_eq!(parse_cursor(b"18446744073709551616"), None);
-        assert_eq!(parse_cursor(b"-"), None);
-        assert_eq!(parse_cursor(b"+"), None);
-        assert_eq!(parse_cursor(b" 1"), None);
-        assert_eq!(parse_cursor(b"1 "), None);
-        assert_eq!(parse_cursor(b"1x"), None);
-        assert_eq!(parse_cursor(b"0x10"), None);
-    }
 
     #[test]
     fn int32_arguments() {

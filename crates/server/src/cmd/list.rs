@@ -474,11 +474,11 @@ fn lmpop(ctx: &mut Ctx<'_>, args: Args<'_>) {
         match popped {
             Ok(None) => continue,
             Ok(Some(n)) => {
-                let pop = super::blocking::Pop::List {
+                let pop = super::shared::Pop::List {
                     end,
                     count: Some(count),
                 };
-                ctx.propagate(&super::blocking::pop_effect(pop, key, n));
+                ctx.propagate(&super::shared::pop_effect(pop, key, n));
                 return modified_by(ctx, key, n);
             }
             Err(()) => return ctx.out.error(errors::WRONGTYPE),

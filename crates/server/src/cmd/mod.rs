@@ -23,6 +23,7 @@ pub mod list;
 pub mod multi;
 pub mod server;
 pub mod set;
+pub mod shared;
 pub mod sort;
 pub mod string;
 pub mod zset;
@@ -137,6 +138,11 @@ pub struct CommandSpec {
     /// to the last argument: the worker's look-ahead prefetches where they
     /// live in a big collection. `None` for every other command.
     pub members: Option<(u8, u8)>,
+    /// The keys COMMAND GETKEYS reports when [`CommandSpec::keys`] cannot
+    /// list them before the command runs (SORT locks every shard, since
+    /// its BY and GET keys are only known while it runs, yet reports its
+    /// sorted key and STORE destination like Redis's `sortGetKeys`).
+    pub getkeys: Option<fn(Args<'_>) -> Vec<usize>>,
 }
 
 impl CommandSpec {
@@ -157,6 +163,21 @@ impl CommandSpec {
     pub const fn with_members(mut self, first: u8, step: u8) -> Self {
         self.members = Some((first, step));
         self
+    }
+
+    /// The same command with COMMAND GETKEYS answered by `find` (see
+    /// [`CommandSpec::getkeys`]).
+    pub const fn with_getkeys(mut self, find: fn(Args<'_>) -> Vec<usize>) -> Self {
+        self.getkeys = Some(find);
+        self
+    }
+
+    /// The keys COMMAND GETKEYS reports for `args`.
+    pub fn reported_keys(&self, args: Args<'_>) -> Vec<usize> {
+        match self.getkeys {
+            Some(find) => find(args),
+            None => self.key_indices(args),
+        }
     }
 
     /// The subcommand's own name (after `|`).
@@ -215,6 +236,7 @@ pub const fn spec(
         handler,
         subcommands: &[],
         members: None,
+        getkeys: None,
     }
 }
 
@@ -233,6 +255,7 @@ pub const fn container(
         handler: no_handler,
         subcommands,
         members: None,
+        getkeys: None,
     }
 }
 

@@ -11,9 +11,9 @@ use vireo_store::Keys;
 
 use super::{flags::*, spec, CommandSpec, Ctx, KeySpec, ALL_ARGS_KEYS};
 use crate::exec::dispatch;
+use crate::exec::multi::{leave_multi, unwatch_in};
 use crate::net::client::cflags;
 use crate::net::session::{MultiState, Session};
-use crate::server::Server;
 
 /// This family's commands.
 pub const COMMANDS: &[CommandSpec] = &[
@@ -64,13 +64,6 @@ fn multi(ctx: &mut Ctx<'_>, _args: Args<'_>) {
     ctx.session.shared.set_flag(cflags::MULTI, true);
     ctx.session.shared.multi_len.store(0, Ordering::Relaxed);
     ctx.out.ok();
-}
-
-/// Ends the transaction state without running it.
-fn leave_multi(session: &mut Session) -> Option<MultiState> {
-    session.shared.set_flag(cflags::MULTI, false);
-    session.shared.multi_mem.store(0, Ordering::Relaxed);
-    session.multi.take()
 }
 
 /// EXEC: runs the queued commands atomically, or aborts: EXECABORT after a
@@ -156,38 +149,4 @@ fn watch(ctx: &mut Ctx<'_>, args: Args<'_>) {
 fn unwatch(ctx: &mut Ctx<'_>, _args: Args<'_>) {
     unwatch_in(&mut ctx.keys, ctx.session);
     ctx.out.ok();
-}
-
-/// Drops the session's WATCH registrations through an already locked view.
-pub fn unwatch_in(keys: &mut Keys<'_>, session: &mut Session) {
-    for (db, key) in session.watched.drain(..) {
-        keys.unwatch(db, &key, &session.watch_dirty);
-    }
-    session.watched_expired.clear();
-    session.watch_dirty.store(false, Ordering::Release);
-    session.shared.watch_count.store(0, Ordering::Relaxed);
-}
-
-/// Drops the session's WATCH registrations, locking what they need (for
-/// disconnects, outside any command).
-pub fn unwatch_all(server: &Server, session: &mut Session) {
-    if session.watched.is_empty() {
-        return;
-    }
-    let ks = &server.keyspace;
-    let mut keys = ks.lock_shards(session.watched.iter().map(|(_, k)| ks.shard_of(k)));
-    unwatch_in(&mut keys, session);
-}
-
-/// Drops an open transaction and its WATCHes outside any command (EXEC
-/// refused before it runs).
-pub fn discard_transaction(server: &Server, session: &mut Session) {
-    leave_multi(session);
-    unwatch_all(server, session);
-}
-
-/// Discards an open transaction and its WATCHes (RESET).
-pub fn reset(keys: &mut Keys<'_>, session: &mut Session) {
-    leave_multi(session);
-    unwatch_in(keys, session);
 }

@@ -1,7 +1,5 @@
 //! Server commands: TIME, SAVE, BGSAVE, LASTSAVE, SHUTDOWN, MONITOR, SLOWLOG, MEMORY and
-//! LATENCY (Redis's server.c, slowlog.c, object.c and latency.c), plus the
-//! helpers the introspection families share (HELP replies, the subcommand
-//! syntax error, the MONITOR feed's quoting).
+//! LATENCY (Redis's server.c, slowlog.c, object.c and latency.c).
 
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
@@ -10,13 +8,12 @@ use vireo_resp::number::parse_i64;
 use vireo_resp::Args;
 use vireo_store::clock::{now_ms, now_us};
 
-use super::info::MemoryReport;
+use super::shared::{reply_help, subcommand_syntax_error};
 use super::{container, errors, flags::*, is, spec, table, text, CommandSpec, Ctx, KeySpec};
-use crate::net::client::cflags;
-use crate::net::session::Session;
-use crate::ops::metrics::{Histogram, LatencySeries};
+use crate::exec::monitor;
+use crate::ops::metrics::{Histogram, LatencySeries, MemoryReport};
 use crate::persist::rdb;
-use crate::server::{Server, ShutdownSave};
+use crate::server::ShutdownSave;
 
 const ADMIN_NS: u32 = ADMIN | NOSCRIPT | LOADING | STALE;
 
@@ -156,59 +153,6 @@ pub const COMMANDS: &[CommandSpec] = &[
     ),
 ];
 
-/// Replies a container's HELP text: the usage line, `lines`, then the HELP
-/// entry every container has, each as a status reply (Redis's
-/// `addReplyHelp`).
-pub fn reply_help(ctx: &mut Ctx<'_>, name: &str, lines: &[&str]) {
-    ctx.out.array(lines.len() + 3);
-    ctx.out.simple(&format!(
-        "{name} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
-    ));
-    for l in lines {
-        ctx.out.simple(l);
-    }
-    ctx.out.simple("HELP");
-    ctx.out.simple("    Prints this help.");
-}
-
-/// Replies Redis's error for a known subcommand called with arguments it
-/// does not accept (`addReplySubcommandSyntaxError`).
-pub fn subcommand_syntax_error(ctx: &mut Ctx<'_>, args: Args<'_>) {
-    let sub: String = text(args.get(1)).chars().take(128).collect();
-    let msg = format!(
-        "ERR unknown subcommand or wrong number of arguments for '{sub}'. Try {} HELP.",
-        text(args.get(0)).to_ascii_uppercase()
-    );
-    ctx.out.error(&msg);
-}
-
-/// Appends `s` quoted as Redis's `sdscatrepr` does: in double quotes, with
-/// `\\ \" \n \r \t \a \b` escaped and other non-printable bytes as `\xHH`.
-pub fn write_repr(out: &mut Vec<u8>, s: &[u8]) {
-    out.push(b'"');
-    for &c in s {
-        match c {
-            b'\\' | b'"' => out.extend_from_slice(&[b'\\', c]),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            b'\t' => out.extend_from_slice(b"\\t"),
-            0x07 => out.extend_from_slice(b"\\a"),
-            0x08 => out.extend_from_slice(b"\\b"),
-            0x20..=0x7e => out.push(c),
-            _ => {
-                const HEX: &[u8; 16] = b"0123456789abcdef";
-                out.extend_from_slice(&[
-                    b'\\',
-                    b'x',
-                    HEX[usize::from(c >> 4)],
-                    HEX[usize::from(c & 15)],
-                ]);
-            }
-        }
-    }
-    out.push(b'"');
-}
-
 /// TIME: the server's clock as [seconds, microseconds].
 fn time(ctx: &mut Ctx<'_>, _args: Args<'_>) {
     let us = now_us();
@@ -316,29 +260,9 @@ fn bgsave(ctx: &mut Ctx<'_>, args: Args<'_>) {
 /// MONITOR: from now on this connection receives every command the server
 /// runs. A repeated MONITOR is ignored without a reply, as in Redis.
 fn monitor(ctx: &mut Ctx<'_>, _args: Args<'_>) {
-    if ctx.session.monitor {
-        return;
+    if monitor::start_monitor(ctx.server, ctx.session) {
+        ctx.out.ok();
     }
-    let s = &mut *ctx.session;
-    s.monitor = true;
-    s.shared.set_flag(cflags::MONITOR, true);
-    let mut m = ctx.server.monitors.lock();
-    m.push((s.shared.worker, s.id));
-    ctx.server.monitor_count.store(m.len(), Ordering::Relaxed);
-    drop(m);
-    ctx.out.ok();
-}
-
-/// Takes the connection out of MONITOR mode (RESET, disconnect).
-pub fn stop_monitor(server: &Server, session: &mut Session) {
-    if !session.monitor {
-        return;
-    }
-    session.monitor = false;
-    session.shared.set_flag(cflags::MONITOR, false);
-    let mut m = server.monitors.lock();
-    m.retain(|(_, id)| *id != session.id);
-    server.monitor_count.store(m.len(), Ordering::Relaxed);
 }
 
 /// SLOWLOG GET [count]: the newest `count` entries (10 by default, -1 for
@@ -887,19 +811,6 @@ fn latency_help(ctx: &mut Ctx<'_>, _args: Args<'_>) {
 mod tests {
     use super::*;
     use std::collections::VecDeque;
-
-    #[test]
-    fn repr_quotes_like_sdscatrepr() {
-        let mut v = Vec::new();
-        write_repr(&mut v, b"a\"b\\c\n\r\t\x07\x08 ~\x01\x7f\xc3\xa9");
-        assert_eq!(
-            String::from_utf8(v).unwrap(),
-            r#""a\"b\\c\n\r\t\a\b ~\x01\x7f\xc3\xa9""#
-        );
-        let mut v = Vec::new();
-        write_repr(&mut v, b"");
-        assert_eq!(v, b"\"\"");
-    }
 
     #[test]
     fn graph_matches_redis_layout() {

@@ -16,7 +16,8 @@ use vireo_resp::{Args, ReplyBuf};
 use vireo_store::set::{Member, Set};
 use vireo_store::{Keys, Value, ValueRef};
 
-use super::keys::{parse_cursor, parse_scan_args};
+use super::shared::reply_budget;
+use super::shared::{parse_cursor, parse_scan_args};
 use super::{errors, flags::*, is, spec, CommandSpec, Ctx, KeySpec, ALL_ARGS_KEYS, KEY1};
 
 /// This family's commands, with Redis 7.0's arities, flags and key triples.
@@ -390,22 +391,6 @@ fn srandmember_count(ctx: &mut Ctx<'_>, key: &[u8], count: &[u8]) {
             reply_member(ctx.out, m);
         }
     }
-}
-
-/// How large a reply may grow before a command producing an unbounded
-/// number of elements (SRANDMEMBER with a negative count, up to 2^63
-/// members) gives up: the hard output-buffer limit of normal clients, or
-/// `proto-max-bulk-len` when there is none. Redis would keep writing; past
-/// this size Vireo cuts the reply and closes the connection, as Redis does
-/// once a client goes over its output limit.
-pub(crate) fn reply_budget(ctx: &Ctx<'_>) -> usize {
-    let hot = &ctx.server.config.hot;
-    let hard = hot.client_output_buffer_limits[0]
-        .hard
-        .load(Ordering::Relaxed);
-    let cap = hot.proto_max_bulk_len.load(Ordering::Relaxed);
-    let budget = if hard > 0 { hard.min(cap) } else { cap };
-    usize::try_from(budget).unwrap_or(usize::MAX)
 }
 
 /// SMOVE source destination member: moves the member between sets

@@ -24,8 +24,8 @@ use super::{errors, flags::*, is, spec, CommandSpec, Ctx, KeySpec};
 
 /// This family's commands.
 pub const COMMANDS: &[CommandSpec] = &[
-    spec("sort", -2, WRITE | DENYOOM, KeySpec::All, sort),
-    spec("sort_ro", -2, READONLY, KeySpec::All, sort_ro),
+    spec("sort", -2, WRITE | DENYOOM, KeySpec::All, sort).with_getkeys(sort_keys),
+    spec("sort_ro", -2, READONLY, KeySpec::All, sort_ro).with_getkeys(sort_ro_keys),
 ];
 
 const NOT_DOUBLE: &str = "ERR One or more scores can't be converted into double";
@@ -43,10 +43,20 @@ fn sort_ro(ctx: &mut Ctx<'_>, args: Args<'_>) {
     sort_generic(ctx, args, true);
 }
 
+/// SORT's keys as COMMAND GETKEYS reports them.
+fn sort_keys(args: Args<'_>) -> Vec<usize> {
+    key_positions(args, false)
+}
+
+/// SORT_RO's keys as COMMAND GETKEYS reports them: the sorted key.
+fn sort_ro_keys(args: Args<'_>) -> Vec<usize> {
+    key_positions(args, true)
+}
+
 /// The key positions COMMAND GETKEYS reports (Redis's `sortGetKeys` and
 /// `sortROGetKeys`): the sorted key and, for SORT, the argument after the
 /// last STORE, skipping the arguments of LIMIT, GET and BY.
-pub fn key_positions(args: Args<'_>, readonly: bool) -> Vec<usize> {
+fn key_positions(args: Args<'_>, readonly: bool) -> Vec<usize> {
     let mut keys = vec![1];
     if readonly {
         return keys;

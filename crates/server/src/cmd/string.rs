@@ -15,10 +15,11 @@
 use std::ops::Range;
 use std::sync::atomic::Ordering;
 
-use vireo_resp::number::{format_long_double, parse_f64, parse_i64};
+use vireo_resp::number::{format_long_double, parse_i64};
 use vireo_resp::{Args, ReplyBuf};
 use vireo_store::{Entry, Keys, StrRef, StrValue, Value, ValueRef};
 
+use super::shared::parse_float;
 use super::{errors, flags::*, is, spec, CommandSpec, Ctx, KeySpec, KEY1};
 
 /// This family's commands, with Redis 7.0's arities, flags and key triples.
@@ -66,10 +67,6 @@ const PAIR_KEYS: KeySpec = KeySpec::Range {
 
 /// Redis's `checkStringLength` error.
 const TOO_LONG: &str = "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
-
-/// Redis refuses to parse numbers this long or longer as floats
-/// (`MAX_LONG_DOUBLE_CHARS`).
-const MAX_FLOAT_CHARS: usize = 5 * 1024;
 
 /// The key exists but does not hold a string: the caller replies WRONGTYPE.
 struct WrongType;
@@ -737,15 +734,6 @@ fn decrby(ctx: &mut Ctx<'_>, args: Args<'_>) {
     }
 }
 
-/// A float as Redis's `string2ld` accepts it (strtod syntax, no spaces, no
-/// NaN, not too long). Shared with HINCRBYFLOAT.
-pub(crate) fn parse_float(b: &[u8]) -> Option<f64> {
-    if b.len() >= MAX_FLOAT_CHARS {
-        return None;
-    }
-    parse_f64(b)
-}
-
 /// The stored string read as a float, as INCRBYFLOAT does.
 fn str_as_float(s: StrRef<'_>) -> Option<f64> {
     match s {
@@ -1221,20 +1209,6 @@ mod tests {
         assert_eq!(substr_range(1, -1, -1), Some(0..1));
     }
 
-    #[test]
-    fn float_parsing_limits() {
-        assert_eq!(parse_float(b"1.5"), Some(1.5));
-        assert_eq!(parse_float(b" 1"), None);
-        assert_eq!(parse_float(b"nan"), None);
-        let long = format!("1{}", "0".repeat(MAX_FLOAT_CHARS));
-        assert_eq!(parse_float(long.as_bytes()), None);
-        assert_eq!(str_as_float(StrRef::Int(-3)), Some(-3.0));
-        assert_eq!(
-            str_as_float(StrValue::from_bytes(b"2.5e1").as_ref()),
-            Some(25.0)
-        );
-    }
-
     const NO_LIMIT: u64 = u64::MAX;
 
     #[test]
@@ -1353,5 +1327,14 @@ mod tests {
             }
             prop_assert_eq!(rebuilt, seq);
         }
+    }
+
+    #[test]
+    fn stored_strings_read_as_floats() {
+        assert_eq!(str_as_float(StrRef::Int(-3)), Some(-3.0));
+        assert_eq!(
+            str_as_float(StrValue::from_bytes(b"2.5e1").as_ref()),
+            Some(25.0)
+        );
     }
 }

@@ -17,7 +17,7 @@ use vireo_resp::{Args, Protocol, ReplyBuf};
 use vireo_store::zset::{cmp_entries, Limits, ZSet};
 use vireo_store::{Keys, Value, ValueRef};
 
-use super::keys::{parse_cursor, parse_scan_args};
+use super::shared::{parse_cursor, parse_scan_args};
 use super::{errors, flags::*, is, spec, CommandSpec, Ctx, KeySpec, KEY1};
 
 /// Members popped from a sorted set, in popping order, with their scores.
@@ -1065,11 +1065,11 @@ fn zmpop(ctx: &mut Ctx<'_>, args: Args<'_>) {
             Err(()) => return ctx.out.error(errors::WRONGTYPE),
             Ok(None) => continue,
             Ok(Some(popped)) => {
-                let pop = super::blocking::Pop::ZSet {
+                let pop = super::shared::Pop::ZSet {
                     max,
                     count: Some(count),
                 };
-                ctx.propagate(&super::blocking::pop_effect(pop, key, popped.len()));
+                ctx.propagate(&super::shared::pop_effect(pop, key, popped.len()));
                 ctx.modified(key);
                 ctx.dirty += popped.len() as u64 - 1;
                 return reply_mpop(ctx.out, key, &popped);

@@ -28,12 +28,47 @@ use parking_lot::Mutex;
 use vireo_resp::{Args, OwnedArgs, Protocol, ReplyBuf};
 use vireo_store::{Key, Keys, Keyspace};
 
-use crate::cmd::blocking::{serve_waiter, Op, Served};
 use crate::cmd::{CmdRef, Ctx};
 use crate::net::client::{cflags, ClientShared};
 use crate::net::session::Session;
 use crate::net::worker::Msg;
 use crate::server::Server;
+
+/// What serving a waiter does, implemented by the command family whose
+/// command blocked (lists and sorted sets), so that the registry serves
+/// waiters without knowing any family.
+pub trait BlockedOp: Send + Sync {
+    /// The key serving writes to besides the ready key (BLMOVE's
+    /// destination), locked with it; None for pops.
+    fn destination(&self) -> Option<&[u8]>;
+
+    /// Serves waiter `w` from `key`, which holds elements, through the
+    /// locked view of the command that made it ready: claims the waiter,
+    /// does its operation and sends it the reply, recording keys its write
+    /// made ready in `ready` and counting its writes in `dirty`.
+    fn serve(
+        &self,
+        server: &Server,
+        keys: &mut Keys<'_>,
+        w: &Arc<Waiter>,
+        key: &[u8],
+        ready: &mut Vec<(usize, Key)>,
+        dirty: &mut u64,
+    ) -> Served;
+}
+
+/// Outcome of [`BlockedOp::serve`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Served {
+    /// The waiter was claimed and its reply sent.
+    Done,
+    /// The waiter cannot be served from this key (other type, or someone
+    /// else ended its wait): try the next one.
+    Skipped,
+    /// The waiter needs a shard this view cannot take now; serving the key
+    /// must resume under other locks, this waiter first.
+    Deferred,
+}
 
 /// One client's wait for elements on some keys.
 pub struct Waiter {
@@ -44,7 +79,7 @@ pub struct Waiter {
     /// The keys waited on, without duplicates, in argument order.
     pub keys: Vec<Key>,
     /// What serving the waiter does.
-    pub op: Op,
+    pub op: Box<dyn BlockedOp>,
     /// The client's protocol, for encoding its reply elsewhere.
     pub proto: Protocol,
     /// Unix ms after which the wait times out; 0 waits forever.
@@ -58,7 +93,7 @@ impl Waiter {
         client: Arc<ClientShared>,
         db: usize,
         keys: Vec<Key>,
-        op: Op,
+        op: impl BlockedOp + 'static,
         proto: Protocol,
         deadline_ms: u64,
     ) -> Self {
@@ -66,7 +101,7 @@ impl Waiter {
             client,
             db,
             keys,
-            op,
+            op: Box::new(op),
             proto,
             deadline_ms,
             claimed: AtomicBool::new(false),
@@ -345,7 +380,7 @@ fn serve_key(
         let Some(w) = reg.next_waiter(&server.keyspace, db, key, &skipped) else {
             break;
         };
-        match serve_waiter(server, keys, &w, key, ready, dirty) {
+        match w.op.serve(server, keys, &w, key, ready, dirty) {
             Served::Done => {}
             Served::Skipped => skipped.push(w),
             Served::Deferred => return false,
@@ -429,7 +464,8 @@ pub fn abandon(server: &Server, session: &mut Session) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cmd::blocking::Pop;
+    use crate::cmd::blocking::Op;
+    use crate::cmd::shared::Pop;
     use crate::config::Config;
     use vireo_store::list::{End, List};
     use vireo_store::value::{Value, ValueRef};

@@ -27,6 +27,13 @@ pub enum Outcome {
     Blocked,
 }
 
+/// The table's (lower-case) name of command `name`, None if there is no
+/// such command: the AOF loader refuses an unknown command before
+/// replaying anything of it.
+pub fn command_name(name: &[u8]) -> Option<&'static str> {
+    table().lookup(name).map(|c| c.spec.name)
+}
+
 /// Handles one command from a client; `known` is the table entry for its
 /// name when the caller looked it up already (the pipeline look-ahead).
 pub fn run(
@@ -64,7 +71,7 @@ pub fn run(
     if let Some(msg) = oom {
         if spec.name == "exec" {
             // Redis's execCommandAbort: the whole transaction is dropped.
-            crate::cmd::multi::discard_transaction(server, session);
+            crate::exec::multi::discard_transaction(server, session);
             let msg = format!("EXECABORT Transaction discarded because of: {msg}");
             reject(server, session, out, Some(cmd), &msg);
         } else {
@@ -436,7 +443,7 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: CmdRef, args: Args<'_>) {
         && !spec.has(flags::SKIP_MONITOR)
         && !spec.has(flags::ADMIN)
     {
-        feed_monitors(server, ctx.session, ctx.db, args);
+        crate::exec::monitor::feed_monitors(server, ctx.session, ctx.db, args);
     }
 }
 
@@ -554,34 +561,10 @@ fn slowlog_maybe_push(server: &Server, session: &Session, args: Args<'_>, us: u6
     }
 }
 
-/// Sends the command line to every MONITOR client, in Redis's format.
-fn feed_monitors(server: &Server, session: &Session, db: usize, args: Args<'_>) {
-    let us = now_us();
-    let mut line = format!(
-        "+{}.{:06} [{} {}]",
-        us / 1_000_000,
-        us % 1_000_000,
-        db,
-        session.shared.addr
-    )
-    .into_bytes();
-    for a in args.iter() {
-        line.push(b' ');
-        crate::cmd::server::write_repr(&mut line, a);
-    }
-    line.extend_from_slice(b"\r\n");
-    let monitors = server.monitors.lock().clone();
-    for (worker, id) in monitors {
-        if id != session.id {
-            server.notify(worker, crate::net::worker::Msg::Output(id, line.clone()));
-        }
-    }
-}
-
 /// Cleans up after a client disconnects: WATCH registrations, MONITOR, a
 /// wait for keys.
 pub fn on_disconnect(server: &Server, session: &mut Session) {
     crate::exec::blocking::abandon(server, session);
-    crate::cmd::multi::unwatch_all(server, session);
-    crate::cmd::client::stop_monitor(server, session);
+    crate::exec::multi::unwatch_all(server, session);
+    crate::exec::monitor::stop_monitor(server, session);
 }

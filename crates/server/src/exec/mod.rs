@@ -4,3 +4,5 @@
 
 pub mod blocking;
 pub mod dispatch;
+pub mod monitor;
+pub mod multi;

@@ -16,7 +16,7 @@ use vireo_resp::{OwnedArgs, Protocol, ReplyBuf};
 use super::manifest::Manifest;
 use super::reader::{CommandReader, ReadError};
 use super::{dir_path, short_read_advice};
-use crate::cmd::table;
+use crate::exec::dispatch;
 use crate::net::client::ClientShared;
 use crate::net::session::Session;
 use crate::server::Server;
@@ -193,30 +193,30 @@ fn load_file(
         match reader.next_command() {
             Ok(Some(cmd)) => {
                 let name0 = &cmd[0];
-                let Some(c) = table().lookup(name0) else {
+                let Some(command) = dispatch::command_name(name0) else {
                     return Err(fatal(format!(
                         "Unknown command '{}' reading the append only file {name}",
                         String::from_utf8_lossy(name0)
                     )));
                 };
-                if c.spec.name == "multi" {
+                if command == "multi" {
                     before_multi = at;
                 }
                 let args = OwnedArgs::from_slices(&cmd);
-                crate::exec::dispatch::run(server, session, &mut out, args.as_args(), None);
+                dispatch::run(server, session, &mut out, args.as_args(), None);
                 out.clear();
             }
             Ok(None) => {
                 if session.in_multi() {
                     tracing::warn!("Revert incomplete MULTI/EXEC transaction in AOF file {name}");
-                    crate::cmd::multi::discard_transaction(server, session);
+                    crate::exec::multi::discard_transaction(server, session);
                     break Some(before_multi);
                 }
                 break None;
             }
             Err(ReadError::Truncated) => {
                 let valid = if session.in_multi() {
-                    crate::cmd::multi::discard_transaction(server, session);
+                    crate::exec::multi::discard_transaction(server, session);
                     before_multi
                 } else {
                     reader.offset()

@@ -1,0 +1,107 @@
+//! MONITOR: the clients that receive every command the server runs, and
+//! the line each of them gets (Redis's `replicationFeedMonitors`).
+
+use std::sync::atomic::Ordering;
+
+use vireo_resp::Args;
+use vireo_store::clock::now_us;
+
+use crate::net::client::cflags;
+use crate::net::session::Session;
+use crate::net::worker::Msg;
+use crate::server::Server;
+
+/// Puts the connection in MONITOR mode; false if it already was (a repeated
+/// MONITOR is ignored without a reply, as in Redis).
+pub fn start_monitor(server: &Server, session: &mut Session) -> bool {
+    if session.monitor {
+        return false;
+    }
+    session.monitor = true;
+    session.shared.set_flag(cflags::MONITOR, true);
+    let mut m = server.monitors.lock();
+    m.push((session.shared.worker, session.id));
+    server.monitor_count.store(m.len(), Ordering::Relaxed);
+    true
+}
+
+/// Takes the connection out of MONITOR mode (RESET, disconnect).
+pub fn stop_monitor(server: &Server, session: &mut Session) {
+    if !session.monitor {
+        return;
+    }
+    session.monitor = false;
+    session.shared.set_flag(cflags::MONITOR, false);
+    let mut m = server.monitors.lock();
+    m.retain(|(_, id)| *id != session.id);
+    server.monitor_count.store(m.len(), Ordering::Relaxed);
+}
+
+/// Sends the command line to every MONITOR client, in Redis's format.
+pub fn feed_monitors(server: &Server, session: &Session, db: usize, args: Args<'_>) {
+    let us = now_us();
+    let mut line = format!(
+        "+{}.{:06} [{} {}]",
+        us / 1_000_000,
+        us % 1_000_000,
+        db,
+        session.shared.addr
+    )
+    .into_bytes();
+    for a in args.iter() {
+        line.push(b' ');
+        write_repr(&mut line, a);
+    }
+    line.extend_from_slice(b"\r\n");
+    let monitors = server.monitors.lock().clone();
+    for (worker, id) in monitors {
+        if id != session.id {
+            server.notify(worker, Msg::Output(id, line.clone()));
+        }
+    }
+}
+
+/// Appends `s` quoted as Redis's `sdscatrepr` does: in double quotes, with
+/// `\\ \" \n \r \t \a \b` escaped and other non-printable bytes as `\xHH`.
+pub fn write_repr(out: &mut Vec<u8>, s: &[u8]) {
+    out.push(b'"');
+    for &c in s {
+        match c {
+            b'\\' | b'"' => out.extend_from_slice(&[b'\\', c]),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x07 => out.extend_from_slice(b"\\a"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x20..=0x7e => out.push(c),
+            _ => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.extend_from_slice(&[
+                    b'\\',
+                    b'x',
+                    HEX[usize::from(c >> 4)],
+                    HEX[usize::from(c & 15)],
+                ]);
+            }
+        }
+    }
+    out.push(b'"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repr_quotes_like_sdscatrepr() {
+        let mut v = Vec::new();
+        write_repr(&mut v, b"a\"b\\c\n\r\t\x07\x08 ~\x01\x7f\xc3\xa9");
+        assert_eq!(
+            String::from_utf8(v).unwrap(),
+            r#""a\"b\\c\n\r\t\a\b ~\x01\x7f\xc3\xa9""#
+        );
+        let mut v = Vec::new();
+        write_repr(&mut v, b"");
+        assert_eq!(v, b"\"\"");
+    }
+}
