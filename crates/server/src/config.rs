@@ -859,6 +859,7 @@ impl Config {
 
     /// Re-reads every hot-path mirror from the table.
     fn refresh_hot(&self) {
+        crate::ops::log::set_level(&self.raw("loglevel"));
         let h = &self.hot;
         let u = |n: &str| self.num(n).max(0) as u64;
         h.proto_max_bulk_len

@@ -31,7 +31,13 @@ pub fn run(args: &[String]) -> i32 {
             return 1;
         }
     };
-    init_logging(&config);
+    ops::log::init(&config.logfile(), &config.loglevel());
+    tracing::info!("oO0OoO0OoO0Oo Vireo is starting oO0OoO0OoO0Oo");
+    tracing::info!(
+        "Vireo version={VIREO_VERSION}, Redis version={REDIS_VERSION}, bits=64, pid={}, just started",
+        std::process::id()
+    );
+    tracing::info!("Configuration loaded");
     if config.flag("disable-thp") {
         disable_transparent_huge_pages();
     }
@@ -74,38 +80,6 @@ fn disable_transparent_huge_pages() {
             std::io::Error::last_os_error()
         );
     }
-}
-
-fn init_logging(config: &Config) {
-    let level = match config.loglevel().as_str() {
-        "debug" => tracing::Level::DEBUG,
-        "verbose" => tracing::Level::INFO,
-        "notice" => tracing::Level::INFO,
-        _ => tracing::Level::WARN,
-    };
-    let builder = tracing_subscriber::fmt()
-        .with_max_level(level)
-        .with_target(false);
-    let logfile = config.logfile();
-    let result = if logfile.is_empty() {
-        builder.with_writer(std::io::stdout).try_init()
-    } else {
-        match std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&logfile)
-        {
-            Ok(f) => builder
-                .with_ansi(false)
-                .with_writer(std::sync::Mutex::new(f))
-                .try_init(),
-            Err(e) => {
-                eprintln!("Can't open the log file: {e}");
-                builder.with_writer(std::io::stdout).try_init()
-            }
-        }
-    };
-    let _ = result;
 }
 
 /// Binds, starts the workers, the acceptor and the background jobs, and
@@ -156,10 +130,14 @@ pub fn start(server: Arc<Server>) -> std::io::Result<()> {
         .spawn(move || cron::run(s))?;
     watch_signals(server.clone(), accept_waker.clone())?;
     tracing::info!(
-        "Vireo {VIREO_VERSION} (Redis {REDIS_VERSION} compatible) started, pid={}, port={}, threads={nworkers}",
-        std::process::id(),
-        server.bound_port.load(Ordering::Relaxed)
+        "{}",
+        ops::log::banner(
+            server.config.flag("always-show-logo"),
+            server.bound_port.load(Ordering::Relaxed) as u16,
+            nworkers
+        )
     );
+    tracing::info!("Server initialized");
     // Clients may connect while the data loads; they get -LOADING.
     let loaded = load_dataset(&server);
     if let Err(msg) = &loaded {

@@ -1,5 +1,7 @@
-//! Operations: the measurements behind INFO, LATENCY and MEMORY, and the
-//! periodic housekeeping (Redis's `serverCron`).
+//! Operations: the measurements behind INFO, LATENCY and MEMORY, the
+//! periodic housekeeping (Redis's `serverCron`), and the log in Redis's
+//! format.
 
 pub mod cron;
+pub mod log;
 pub mod metrics;
