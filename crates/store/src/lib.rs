@@ -13,6 +13,7 @@ pub mod evict;
 pub mod glob;
 pub mod hash;
 pub mod hash_memo;
+pub mod hll;
 mod key_table;
 pub mod keyspace;
 pub mod list;
