@@ -10,6 +10,8 @@ pub mod dict;
 pub mod entry;
 pub mod entry_alloc;
 pub mod evict;
+pub mod geo;
+pub mod geohash;
 pub mod glob;
 pub mod hash;
 pub mod hash_memo;
