@@ -44,6 +44,12 @@
 
 use std::fmt;
 
+use smallvec::{smallvec, SmallVec};
+
+/// The opcodes replacing one when a register changes (at most five bytes:
+/// XZERO, VAL, XZERO).
+type OpSeq = SmallVec<[u8; 5]>;
+
 /// Length of the header before the registers.
 pub const HEADER_LEN: usize = 16;
 /// Number of registers (2^14).
@@ -746,19 +752,18 @@ fn walk_sparse(data: &[u8], mut f: impl FnMut(usize, usize, u8)) -> Result<(), H
 }
 
 /// Appends a `ZERO` or `XZERO` opcode for `len` zero registers (1..=16384).
-fn push_zero_run(out: &mut Vec<u8>, len: usize) {
+fn push_zero_run(out: &mut impl Extend<u8>, len: usize) {
     if len > SPARSE_ZERO_MAX_LEN {
         push_xzero(out, len);
     } else {
-        out.push((len - 1) as u8);
+        out.extend([(len - 1) as u8]);
     }
 }
 
 /// Appends an `XZERO` opcode for `len` zero registers (1..=16384).
-fn push_xzero(out: &mut Vec<u8>, len: usize) {
+fn push_xzero(out: &mut impl Extend<u8>, len: usize) {
     let l = len - 1;
-    out.push(0x40 | (l >> 8) as u8);
-    out.push(l as u8);
+    out.extend([0x40 | (l >> 8) as u8, l as u8]);
 }
 
 /// A `VAL` opcode for `len` (1..=4) registers of `value` (1..=32).
@@ -802,7 +807,7 @@ fn sparse_raise(
         | Op::Zero {
             len: 1,
             wide: false,
-        } => vec![val_op(value, 1)],
+        } => smallvec![val_op(value, 1)],
         _ => split_run(op, index - first, value),
     };
     let old_size = op.size();
@@ -822,10 +827,10 @@ fn sparse_raise(
 
 /// The opcodes replacing `op` when register `offset` of its run takes
 /// `value`: the run before, a one-register `VAL`, the run after.
-fn split_run(op: Op, offset: usize, value: u8) -> Vec<u8> {
+fn split_run(op: Op, offset: usize, value: u8) -> OpSeq {
     let after = op.span() - offset - 1;
-    let mut seq = Vec::with_capacity(5);
-    let push_run = |seq: &mut Vec<u8>, len: usize| match op {
+    let mut seq = OpSeq::new();
+    let push_run = |seq: &mut OpSeq, len: usize| match op {
         Op::Zero { .. } => push_zero_run(seq, len),
         Op::Val { value: v, .. } => seq.push(val_op(v, len)),
     };
