@@ -84,18 +84,20 @@ pub fn check_lon_lat(lon: f64, lat: f64) -> Result<(), String> {
     if lon_ok && lat_ok {
         Ok(())
     } else {
-        Err(format!(
-            "ERR invalid longitude,latitude pair {lon:.6},{lat:.6}"
-        ))
+        Err(lon_lat_error(lon, lat))
     }
+}
+
+/// Redis's reply for a position outside the limits.
+fn lon_lat_error(lon: f64, lat: f64) -> String {
+    format!("ERR invalid longitude,latitude pair {lon:.6},{lat:.6}")
 }
 
 /// GEOADD's score for a position (checked with [`check_lon_lat`]): the
 /// 52-bit geohash, which the server stores as the member's score.
 pub fn score_of(lon: f64, lat: f64) -> Result<u64, String> {
     check_lon_lat(lon, lat)?;
-    let hash = geohash::encode_wgs84(lon, lat, STEP_MAX)
-        .ok_or_else(|| format!("ERR invalid longitude,latitude pair {lon:.6},{lat:.6}"))?;
+    let hash = geohash::encode_wgs84(lon, lat, STEP_MAX).ok_or_else(|| lon_lat_error(lon, lat))?;
     Ok(hash.align52())
 }
 
