@@ -1,0 +1,228 @@
+//! Conversions between command replies and Lua values, as Redis 7.0's
+//! `script_lua.c` does them.
+//!
+//! Reply to Lua (`redis.call` results): nil bulk/array → `false`, status →
+//! `{ok=}`, error → `{err=}`, integer → number, bulk → string, array → table,
+//! RESP3 map → `{map={k=v}}`, set → `{set={e=true}}`, double → `{double=}`,
+//! null → `nil`, boolean → boolean, big number → `{big_number=}`, verbatim
+//! → `{verbatim_string={format=,string=}}`.
+//!
+//! Lua to reply (a script's return value): string → bulk, number →
+//! integer (truncated), boolean → `:1`/null (script in RESP2) or a RESP3
+//! boolean, tables by their `err`/`ok`/`double`/`big_number`/
+//! `verbatim_string`/`map`/`set` field, else an array that ends at the first
+//! nil; anything else → null. The writer is iterative and stops nesting at
+//! [`REPLY_DEPTH_LIMIT`] with Redis's `reached lua stack limit` error, so a
+//! self-referencing table cannot overflow the stack.
+
+use crate::Reply;
+use mlua::{Lua, Result, Table, Value};
+use vireo_resp::{Protocol, ReplyBuf};
+
+/// Nesting depth at which Redis's conversion runs out of Lua stack (it
+/// writes 7995 nested arrays of a self-referencing table, then the error).
+pub const REPLY_DEPTH_LIMIT: usize = 7995;
+
+/// Pushes a command reply as the Lua value Redis gives scripts.
+pub(crate) fn reply_to_lua(lua: &Lua, reply: &Reply) -> Result<Value> {
+    Ok(match reply {
+        Reply::Status(s) => field_table(lua, "ok", Value::String(lua.create_string(s)?))?,
+        Reply::Error(e) => {
+            let mut text = b"-".to_vec();
+            text.extend_from_slice(e);
+            let t = lua.create_table()?;
+            t.raw_set(
+                "err",
+                lua.create_string(crate::luaerr::error_table_text(&text))?,
+            )?;
+            t.raw_set("ignore_error_stats_update", true)?;
+            Value::Table(t)
+        }
+        Reply::Int(i) => Value::Number(*i as f64),
+        Reply::Bulk(b) => Value::String(lua.create_string(b)?),
+        Reply::NullBulk | Reply::NullArray => Value::Boolean(false),
+        Reply::Null => Value::Nil,
+        Reply::Bool(b) => Value::Boolean(*b),
+        Reply::Array(items) => {
+            let t = lua.create_table_with_capacity(items.len(), 0)?;
+            for (i, item) in items.iter().enumerate() {
+                t.raw_set(i + 1, reply_to_lua(lua, item)?)?;
+            }
+            Value::Table(t)
+        }
+        Reply::Map(pairs) => {
+            let inner = lua.create_table()?;
+            for (k, v) in pairs {
+                let key = reply_to_lua(lua, k)?;
+                let value = reply_to_lua(lua, v)?;
+                set_if_valid_key(&inner, key, value)?;
+            }
+            field_table(lua, "map", Value::Table(inner))?
+        }
+        Reply::Set(items) => {
+            let inner = lua.create_table()?;
+            for item in items {
+                set_if_valid_key(&inner, reply_to_lua(lua, item)?, Value::Boolean(true))?;
+            }
+            field_table(lua, "set", Value::Table(inner))?
+        }
+        Reply::Double(d) => field_table(lua, "double", Value::Number(*d))?,
+        Reply::BigNumber(n) => {
+            field_table(lua, "big_number", Value::String(lua.create_string(n)?))?
+        }
+        Reply::Verbatim { format, text } => {
+            let inner = lua.create_table()?;
+            inner.raw_set("string", lua.create_string(text)?)?;
+            inner.raw_set("format", lua.create_string(format)?)?;
+            field_table(lua, "verbatim_string", Value::Table(inner))?
+        }
+    })
+}
+
+/// `t[key] = value`, skipping keys Lua cannot index by (nil, NaN), which
+/// `lua_settable` would reject with an error.
+fn set_if_valid_key(t: &Table, key: Value, value: Value) -> Result<()> {
+    match key {
+        Value::Nil => Ok(()),
+        Value::Number(n) if n.is_nan() => Ok(()),
+        key => t.raw_set(key, value),
+    }
+}
+
+/// `{name=value}`.
+fn field_table(lua: &Lua, name: &str, value: Value) -> Result<Value> {
+    let t = lua.create_table_with_capacity(0, 1)?;
+    t.raw_set(name, value)?;
+    Ok(Value::Table(t))
+}
+
+/// Writes a script's return value to `out`. `script_resp` is the script's
+/// `redis.setresp` (it decides how booleans are sent).
+pub(crate) fn write_lua_value(
+    value: Value,
+    script_resp: Protocol,
+    out: &mut ReplyBuf,
+) -> Result<()> {
+    let mut work = vec![(value, 0usize)];
+    while let Some((value, depth)) = work.pop() {
+        if depth >= REPLY_DEPTH_LIMIT {
+            out.raw(b"-ERR reached lua stack limit\r\n");
+            continue;
+        }
+        match value {
+            Value::String(s) => out.bulk(&s.as_bytes()),
+            Value::Boolean(b) => match script_resp {
+                Protocol::Resp2 if b => out.int(1),
+                Protocol::Resp2 => out.null(),
+                Protocol::Resp3 => out.boolean(b),
+            },
+            Value::Number(n) => out.int(crate::luaerr::c_double_to_i64(n)),
+            Value::Integer(i) => out.int(i),
+            Value::Table(t) => write_table(t, depth, out, &mut work)?,
+            _ => out.null(),
+        }
+    }
+    Ok(())
+}
+
+/// A table value: one of Redis's single-field reply tables, or an array.
+/// Aggregates push their elements on `work` (reversed, so they pop in
+/// order) after writing their header.
+fn write_table(
+    t: Table,
+    depth: usize,
+    out: &mut ReplyBuf,
+    work: &mut Vec<(Value, usize)>,
+) -> Result<()> {
+    if let Value::String(err) = t.raw_get::<Value>("err")? {
+        write_line(out, b'-', until_nul(&err.as_bytes()));
+        return Ok(());
+    }
+    if let Value::String(ok) = t.raw_get::<Value>("ok")? {
+        write_line(out, b'+', until_nul(&ok.as_bytes()));
+        return Ok(());
+    }
+    match t.raw_get::<Value>("double")? {
+        Value::Number(d) => {
+            out.double(d);
+            return Ok(());
+        }
+        Value::Integer(i) => {
+            out.double(i as f64);
+            return Ok(());
+        }
+        _ => {}
+    }
+    if let Value::String(n) = t.raw_get::<Value>("big_number")? {
+        write_big_number(out, &n.as_bytes());
+        return Ok(());
+    }
+    if let Value::Table(v) = t.raw_get::<Value>("verbatim_string")? {
+        if let (Value::String(format), Value::String(text)) =
+            (v.raw_get::<Value>("format")?, v.raw_get::<Value>("string")?)
+        {
+            let format = String::from_utf8_lossy(&format.as_bytes()).into_owned();
+            out.verbatim(&format, &text.as_bytes());
+            return Ok(());
+        }
+    }
+    if let Value::Table(map) = t.raw_get::<Value>("map")? {
+        let pairs: Vec<(Value, Value)> = map.pairs::<Value, Value>().collect::<Result<_>>()?;
+        out.map(pairs.len());
+        for (k, v) in pairs.into_iter().rev() {
+            work.push((v, depth + 1));
+            work.push((k, depth + 1));
+        }
+        return Ok(());
+    }
+    if let Value::Table(set) = t.raw_get::<Value>("set")? {
+        let keys: Vec<Value> = set
+            .pairs::<Value, Value>()
+            .map(|p| p.map(|(k, _)| k))
+            .collect::<Result<_>>()?;
+        out.set(keys.len());
+        work.extend(keys.into_iter().rev().map(|k| (k, depth + 1)));
+        return Ok(());
+    }
+    let mut items = Vec::new();
+    loop {
+        let v: Value = t.raw_get(items.len() + 1)?;
+        if v.is_nil() {
+            break;
+        }
+        items.push(v);
+    }
+    out.array(items.len());
+    work.extend(items.into_iter().rev().map(|v| (v, depth + 1)));
+    Ok(())
+}
+
+/// The bytes before the first NUL (Redis copies these fields with
+/// `sdsnew`, a C string).
+fn until_nul(b: &[u8]) -> &[u8] {
+    b.iter().position(|&c| c == 0).map_or(b, |n| &b[..n])
+}
+
+/// `<prefix><text>\r\n` with CR/LF in `text` replaced by spaces.
+fn write_line(out: &mut ReplyBuf, prefix: u8, text: &[u8]) {
+    let mut line = Vec::with_capacity(text.len() + 3);
+    line.push(prefix);
+    line.extend(
+        text.iter()
+            .map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c }),
+    );
+    line.extend_from_slice(b"\r\n");
+    out.raw(&line);
+}
+
+/// A big number (CR/LF mapped to spaces): RESP3 `(`, RESP2 a bulk string.
+fn write_big_number(out: &mut ReplyBuf, digits: &[u8]) {
+    let clean: Vec<u8> = digits
+        .iter()
+        .map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c })
+        .collect();
+    match out.protocol() {
+        Protocol::Resp3 => write_line(out, b'(', &clean),
+        Protocol::Resp2 => out.bulk(&clean),
+    }
+}

@@ -1,0 +1,201 @@
+//! EVAL's interpreter and script cache (Redis's `eval.c`).
+//!
+//! Each body is compiled once, keyed by the lowercase hex SHA1 of the whole
+//! body (shebang included), and kept until SCRIPT FLUSH, which replaces the
+//! whole VM as Redis does. A run sets the `KEYS` and `ARGV` globals and
+//! calls the compiled chunk; errors name the script by its SHA1.
+
+use crate::shebang::{parse_script_shebang, ScriptFlags};
+use crate::vm::{set_frozen, Vm, VmKind};
+use crate::{sha1_hex, Host, RunResult, ScriptError};
+use mlua::{ChunkMode, Function, Table};
+use std::collections::HashMap;
+use vireo_resp::ReplyBuf;
+
+/// A cached script.
+struct Script {
+    /// The body as given (for replication and AOF, which send EVAL).
+    body: Vec<u8>,
+    /// Its shebang flags.
+    flags: ScriptFlags,
+    /// The compiled chunk (Redis's `f_<sha>`).
+    function: Function,
+}
+
+/// One worker's EVAL engine: a sandboxed VM and its script cache.
+pub struct EvalEngine {
+    /// The interpreter.
+    vm: Vm,
+    /// Scripts by SHA1 (lowercase hex).
+    scripts: HashMap<String, Script>,
+    /// Bytes of cached bodies and SHAs (INFO `used_memory_scripts_eval`).
+    scripts_bytes: usize,
+    /// Lua heap limit given at creation (kept for SCRIPT FLUSH).
+    memory_limit: usize,
+}
+
+impl EvalEngine {
+    /// A fresh engine whose Lua heap may grow to `memory_limit` bytes (0:
+    /// unlimited).
+    pub fn new(memory_limit: usize) -> Result<EvalEngine, String> {
+        let vm = Vm::new(VmKind::Eval, memory_limit).map_err(|e| e.to_string())?;
+        Ok(EvalEngine {
+            vm,
+            scripts: HashMap::new(),
+            scripts_bytes: 0,
+            memory_limit,
+        })
+    }
+
+    /// Compiles and caches `body` (SCRIPT LOAD, and EVAL of a new body);
+    /// returns its SHA1. Errors are reply texts (bad shebang, `ERR Error
+    /// compiling script (new function): user_script:1: ...`).
+    pub fn load(&mut self, body: &[u8]) -> Result<String, String> {
+        let sha = sha1_hex(body);
+        if self.scripts.contains_key(&sha) {
+            return Ok(sha);
+        }
+        let shebang = parse_script_shebang(body)?;
+        let function = self
+            .vm
+            .lua
+            .load(&body[shebang.len..])
+            .set_name("@user_script")
+            .set_mode(ChunkMode::Text)
+            .into_function()
+            .map_err(|e| {
+                format!(
+                    "ERR Error compiling script (new function): {}",
+                    crate::luaerr::plain_message(&e)
+                )
+            })?;
+        self.scripts_bytes += body.len() + sha.len();
+        self.scripts.insert(
+            sha.clone(),
+            Script {
+                body: body.to_vec(),
+                flags: shebang.flags,
+                function,
+            },
+        );
+        Ok(sha)
+    }
+
+    /// Whether a script with this SHA1 is cached (any letter case).
+    pub fn exists(&self, sha: &[u8]) -> bool {
+        self.find(sha).is_some()
+    }
+
+    /// The flags of a cached script (to derive command flags before
+    /// running, like Redis's `evalGetCommandFlags`).
+    pub fn flags(&self, sha: &[u8]) -> Option<ScriptFlags> {
+        self.find(sha).map(|s| s.flags)
+    }
+
+    /// The body of a cached script.
+    pub fn body(&self, sha: &[u8]) -> Option<&[u8]> {
+        self.find(sha).map(|s| s.body.as_slice())
+    }
+
+    /// Looks a script up by SHA1 in any letter case.
+    fn find(&self, sha: &[u8]) -> Option<&Script> {
+        if sha.len() != 40 {
+            return None;
+        }
+        let lower = String::from_utf8_lossy(sha).to_ascii_lowercase();
+        self.scripts.get(&lower)
+    }
+
+    /// SCRIPT FLUSH: forgets every script and starts a new VM (so
+    /// configuration changes such as `cjson.encode_max_depth` are reset).
+    pub fn flush(&mut self) -> Result<(), String> {
+        *self = EvalEngine::new(self.memory_limit)?;
+        Ok(())
+    }
+
+    /// Number of cached scripts (INFO `number_of_cached_scripts`).
+    pub fn script_count(&self) -> usize {
+        self.scripts.len()
+    }
+
+    /// Bytes of cached bodies (INFO `used_memory_scripts_eval`).
+    pub fn scripts_memory(&self) -> usize {
+        self.scripts_bytes
+    }
+
+    /// Bytes of the Lua heap (INFO `used_memory_vm_eval`).
+    pub fn vm_memory(&self) -> usize {
+        self.vm.used_memory()
+    }
+
+    /// EVAL: compiles `body` if new, then runs it with `keys`/`args` and
+    /// writes its reply to `out`.
+    pub fn eval(
+        &mut self,
+        body: &[u8],
+        keys: &[&[u8]],
+        args: &[&[u8]],
+        host: &mut dyn Host,
+        out: &mut ReplyBuf,
+    ) -> RunResult {
+        let sha = self.load(body).map_err(ScriptError::plain)?;
+        self.run(&sha, keys, args, host, out)
+    }
+
+    /// EVALSHA: runs a cached script, or fails with `NOSCRIPT No matching
+    /// script. Please use EVAL.`.
+    pub fn evalsha(
+        &mut self,
+        sha: &[u8],
+        keys: &[&[u8]],
+        args: &[&[u8]],
+        host: &mut dyn Host,
+        out: &mut ReplyBuf,
+    ) -> RunResult {
+        if !self.exists(sha) {
+            return Err(ScriptError::plain(
+                "NOSCRIPT No matching script. Please use EVAL.".to_owned(),
+            ));
+        }
+        let sha = String::from_utf8_lossy(sha).to_ascii_lowercase();
+        self.run(&sha, keys, args, host, out)
+    }
+
+    /// Sets `KEYS`/`ARGV` and runs the cached script `sha`.
+    fn run(
+        &mut self,
+        sha: &str,
+        keys: &[&[u8]],
+        args: &[&[u8]],
+        host: &mut dyn Host,
+        out: &mut ReplyBuf,
+    ) -> RunResult {
+        let script = self.scripts.get(sha).ok_or_else(|| {
+            ScriptError::plain("NOSCRIPT No matching script. Please use EVAL.".to_owned())
+        })?;
+        let lua = &self.vm.lua;
+        let set_globals = || -> mlua::Result<()> {
+            let globals = lua.globals();
+            let keys = string_array(lua, keys)?;
+            let argv = string_array(lua, args)?;
+            set_frozen(lua, &globals, false)?;
+            let result = globals
+                .raw_set("KEYS", keys)
+                .and_then(|_| globals.raw_set("ARGV", argv));
+            set_frozen(lua, &globals, true)?;
+            result
+        };
+        set_globals()
+            .map_err(|e| ScriptError::plain(format!("ERR {}", crate::luaerr::plain_message(&e))))?;
+        self.vm.run(&script.function, None, sha, host, out)
+    }
+}
+
+/// A Lua array of strings (KEYS, ARGV, FCALL's keys and args).
+pub(crate) fn string_array(lua: &mlua::Lua, items: &[&[u8]]) -> mlua::Result<Table> {
+    let t = lua.create_table_with_capacity(items.len(), 0)?;
+    for (i, item) in items.iter().enumerate() {
+        t.raw_set(i + 1, lua.create_string(item)?)?;
+    }
+    Ok(t)
+}

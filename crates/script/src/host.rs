@@ -1,0 +1,175 @@
+//! The boundary between a running script and the server that runs it.
+//!
+//! The engine knows nothing of keys, locks or clients: everything a script
+//! asks of the outside world goes through [`Host`], which the server
+//! implements for the duration of one script run (holding whatever locks
+//! the run needs). The engine keeps a type-erased pointer to that host in
+//! the VM's app data while the script runs ([`RunState`]) and clears it
+//! before returning, so Lua callbacks, which must be `'static`, can reach it.
+
+use crate::rand48::Rand48;
+use std::ptr::NonNull;
+use vireo_resp::{Args, Protocol};
+
+/// `redis.log` levels (Redis's `LL_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LogLevel {
+    /// `redis.LOG_DEBUG` (0).
+    Debug,
+    /// `redis.LOG_VERBOSE` (1).
+    Verbose,
+    /// `redis.LOG_NOTICE` (2).
+    Notice,
+    /// `redis.LOG_WARNING` (3).
+    Warning,
+}
+
+impl LogLevel {
+    /// The level for Redis's numeric value, if valid.
+    pub fn from_number(n: i64) -> Option<LogLevel> {
+        Some(match n {
+            0 => LogLevel::Debug,
+            1 => LogLevel::Verbose,
+            2 => LogLevel::Notice,
+            3 => LogLevel::Warning,
+            _ => return None,
+        })
+    }
+}
+
+/// What the host wants after the periodic check ([`Host::interrupt`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Interrupt {
+    /// Keep running.
+    Continue,
+    /// Abort the script now (SCRIPT KILL / FUNCTION KILL): it fails with
+    /// `ERR Script killed by user with SCRIPT KILL...`, which `pcall`
+    /// cannot catch.
+    Kill,
+}
+
+/// `redis.set_repl` flags (Redis's `PROPAGATE_AOF` = 1, `PROPAGATE_REPL` =
+/// 2): where the effects of the script's following writes go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplFlags {
+    /// Write to the AOF.
+    pub aof: bool,
+    /// Send to replicas.
+    pub replicas: bool,
+}
+
+/// The server side of a script run.
+pub trait Host {
+    /// Runs one command for `redis.call`/`redis.pcall` (`args[0]` is the
+    /// command name) and returns its reply, produced in protocol `resp`
+    /// (the script's `redis.setresp`, RESP2 by default). Refusals (unknown
+    /// command, `noscript` commands, writes in read-only scripts, ACL, OOM)
+    /// are `Reply::Error` values with Redis's texts, e.g.
+    /// `ERR Unknown Redis command called from script`.
+    fn call(&mut self, args: Args<'_>, resp: Protocol) -> crate::Reply;
+
+    /// `redis.acl_check_cmd`: whether the calling user may run `args`;
+    /// `None` when the command does not exist.
+    fn acl_check(&mut self, args: Args<'_>) -> Option<bool>;
+
+    /// `redis.log`: one log line at `level` (the host filters by its
+    /// verbosity).
+    fn log(&mut self, level: LogLevel, message: &[u8]);
+
+    /// `redis.set_repl`: where the script's next writes propagate.
+    fn set_repl(&mut self, flags: ReplFlags);
+
+    /// Called every [`crate::HOOK_INSTRUCTIONS`] Lua instructions while the
+    /// script runs: the host may serve other clients (`-BUSY`) and decide to
+    /// kill the script.
+    fn interrupt(&mut self) -> Interrupt;
+}
+
+/// Type-erased pointer to the running host.
+#[derive(Clone, Copy)]
+pub(crate) struct HostPtr(NonNull<dyn Host + 'static>);
+
+/// Per-VM state of the current run, kept in the Lua app data.
+pub(crate) struct RunState {
+    /// The host of the running script; `None` between runs.
+    host: Option<HostPtr>,
+    /// Protocol `redis.call` replies use (`redis.setresp`).
+    pub(crate) resp: Protocol,
+    /// Set once the run was killed or timed out: the error every later
+    /// instruction raises again, so `pcall` cannot swallow it.
+    pub(crate) abort: Option<&'static str>,
+    /// `math.random`'s generator (its state carries over between runs).
+    pub(crate) rng: Rand48,
+    /// Scratch buffer the arguments of `redis.call` are packed into.
+    pub(crate) arg_bytes: Vec<u8>,
+    /// Ranges of each argument inside `arg_bytes`.
+    pub(crate) arg_ranges: Vec<(usize, usize)>,
+    /// While a library loads: when its code must have finished.
+    pub(crate) load_deadline: Option<std::time::Instant>,
+}
+
+impl Default for RunState {
+    fn default() -> Self {
+        RunState {
+            host: None,
+            resp: Protocol::Resp2,
+            abort: None,
+            rng: Rand48::default(),
+            arg_bytes: Vec::new(),
+            arg_ranges: Vec::new(),
+            load_deadline: None,
+        }
+    }
+}
+
+impl RunState {
+    /// Whether a script (or a library load) is running.
+    pub(crate) fn running(&self) -> bool {
+        self.host.is_some()
+    }
+
+    /// Starts a run with `host`, resetting the per-run state as Redis does
+    /// (replies in RESP2 until `redis.setresp`).
+    ///
+    /// The pointer's lifetime is erased; [`RunGuard`] clears it before the
+    /// borrow of `host` ends.
+    pub(crate) fn begin(&mut self, host: &mut dyn Host) {
+        let ptr: NonNull<dyn Host + '_> = NonNull::from(host);
+        // SAFETY: only the lifetime bound of the trait object changes (same
+        // layout). The pointer is stored for the duration of one run and
+        // removed by `RunGuard::drop` before `run_with_host` returns, that is
+        // before the `&mut dyn Host` it came from expires; it is only
+        // dereferenced on this thread, by callbacks of this run.
+        let ptr: NonNull<dyn Host + 'static> = unsafe { std::mem::transmute(ptr) };
+        self.host = Some(HostPtr(ptr));
+        self.resp = Protocol::Resp2;
+        self.abort = None;
+    }
+
+    /// Ends the run: forgets the host.
+    pub(crate) fn end(&mut self) {
+        self.host = None;
+        self.abort = None;
+    }
+
+    /// The running host, if any.
+    pub(crate) fn host(&self) -> Option<HostPtr> {
+        self.host
+    }
+}
+
+impl HostPtr {
+    /// Calls `f` with the host.
+    ///
+    /// Callers must not hold a borrow of the VM's [`RunState`] (the host
+    /// never calls back into Lua, and callbacks do not nest).
+    pub(crate) fn with<R>(self, f: impl FnOnce(&mut dyn Host) -> R) -> R {
+        // SAFETY: the pointer came from a live `&mut dyn Host` in
+        // `RunState::begin` and is removed when the run ends; callbacks run
+        // one at a time on the run's thread, so no other reference to the
+        // host exists while `f` runs (the caller of the run is blocked in
+        // Lua until the callback returns).
+        let host = unsafe { &mut *self.0.as_ptr() };
+        f(host)
+    }
+}
