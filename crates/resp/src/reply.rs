@@ -192,6 +192,14 @@ impl ReplyBuf {
     }
 
     /// Out-of-band push header (pub/sub messages, invalidations): RESP3
+    /// RESP3 attribute header `|n` (n key-value pairs describing the reply
+    /// that follows); RESP2 has no attributes, so nothing is written.
+    pub fn attribute(&mut self, n: usize) {
+        if self.resp3() {
+            self.header(b'|', n as u64);
+        }
+    }
+
     /// `>n`, RESP2 `*n`.
     #[inline]
     pub fn push(&mut self, n: usize) {

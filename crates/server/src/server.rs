@@ -174,6 +174,9 @@ pub struct Server {
     pub started_ms: u64,
     pub run_id: String,
     /// Address the TCP listener actually bound (useful with port 0).
+    /// DEBUG PAUSE-CRON: the periodic jobs (active expiry, save points,
+    /// eviction) are suspended.
+    pub cron_paused: AtomicBool,
     pub bound_port: AtomicU64,
     /// Peak of the allocator's byte count.
     pub used_memory_peak: AtomicU64,
@@ -217,6 +220,7 @@ impl Server {
             started: Instant::now(),
             started_ms: now,
             run_id: random_run_id(),
+            cron_paused: AtomicBool::new(false),
             bound_port: AtomicU64::new(0),
             used_memory_peak: AtomicU64::new(0),
             metrics: Metrics::new(),

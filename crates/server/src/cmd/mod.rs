@@ -12,6 +12,7 @@ pub mod client;
 pub mod command;
 pub mod config;
 pub mod connection;
+pub mod debug;
 pub mod docs;
 pub mod dump;
 pub mod expire;
@@ -93,6 +94,8 @@ pub mod flags {
     pub const SENTINEL: u32 = 1 << 16;
     pub const NO_MANDATORY_KEYS: u32 = 1 << 17;
     pub const NO_ASYNC_LOADING: u32 = 1 << 18;
+    /// Refused unless `enable-debug-command` (DEBUG) allows the client.
+    pub const PROTECTED: u32 = 1 << 19;
 
     /// Flag bits with their COMMAND INFO names, in Redis's order.
     pub const NAMES: &[(u32, &str)] = &[
@@ -112,6 +115,7 @@ pub mod flags {
         (MAY_REPLICATE, "may_replicate"),
         (SENTINEL, "sentinel"),
         (NO_MANDATORY_KEYS, "no_mandatory_keys"),
+        (PROTECTED, "protected"),
         (NO_ASYNC_LOADING, "no_async_loading"),
         (NO_MULTI, "no_multi"),
         (ALLOW_BUSY, "allow_busy"),
@@ -338,6 +342,7 @@ impl Table {
             command::COMMANDS,
             config::COMMANDS,
             connection::COMMANDS,
+            debug::COMMANDS,
             dump::COMMANDS,
             expire::COMMANDS,
             function::COMMANDS,

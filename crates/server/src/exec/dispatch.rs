@@ -383,7 +383,8 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: CmdRef, args: Args<'_>) {
     }
     let result = catch_unwind(AssertUnwindSafe(|| (spec.handler)(ctx, args)));
     let elapsed_us = command_end_us().saturating_sub(start);
-    if server.aof.is_logging() {
+    // A replayed AOF (DEBUG LOADAOF) is not logged again.
+    if server.aof.is_logging() && !ctx.session.replaying {
         collect_effects(ctx, cmd, args, dirty_before);
     }
     if result.is_err() {

@@ -15,6 +15,10 @@ pub fn run(server: Arc<Server>) {
         let hz = server.config.hot.hz.load(Ordering::Relaxed).clamp(1, 500);
         let period = Duration::from_micros(1_000_000 / hz);
         let start = Instant::now();
+        if server.cron_paused.load(Ordering::Relaxed) {
+            std::thread::sleep(period);
+            continue;
+        }
         if server
             .config
             .hot

@@ -696,6 +696,20 @@ fn log_aux(key: &[u8], value: &[u8]) {
     }
 }
 
+/// Loads the dump file into the running server (DEBUG RELOAD): keys in
+/// the file replace those of the same name. Err says what failed.
+pub fn load_dump(server: &Server) -> Result<(), String> {
+    let path = dump_path(server);
+    let file = File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let (stats, _) = load_stream(server, file)?;
+    tracing::info!(
+        "Done loading RDB, keys loaded: {}, keys expired: {}.",
+        stats.loaded,
+        stats.expired
+    );
+    Ok(())
+}
+
 /// Whether start-up loads the dump file: it exists and the AOF, which
 /// takes precedence as in Redis, is off.
 pub fn dump_wanted_at_startup(server: &Server) -> bool {

@@ -42,6 +42,9 @@ pub struct LoadOptions {
     pub databases: usize,
     /// `rdbchecksum`: verify the file's checksum (when it has one).
     pub verify_checksum: bool,
+    /// DEBUG SET-SKIP-CHECKSUM-VALIDATION: RESTORE payloads load without
+    /// checking their CRC64 (files follow `verify_checksum`).
+    pub skip_payload_checksum: bool,
     /// `maxmemory-policy` is an LFU one: keys take the file's access
     /// counters (FREQ); otherwise its idle times (IDLE), as Redis's
     /// `objectSetLRUOrLFU` (an entry keeps one or the other).
@@ -57,6 +60,7 @@ impl Default for LoadOptions {
             list_fill: -2,
             databases: 16,
             verify_checksum: true,
+            skip_payload_checksum: false,
             lfu: false,
         }
     }
@@ -527,7 +531,7 @@ pub fn restore_payload(payload: &[u8], opts: &LoadOptions) -> Result<Value, Payl
         return Err(PayloadError::VersionOrChecksum);
     }
     let stored = u64::from_le_bytes(footer[2..].try_into().unwrap_or_default());
-    if crc64(0, &payload[..payload.len() - 8]) != stored {
+    if !opts.skip_payload_checksum && crc64(0, &payload[..payload.len() - 8]) != stored {
         return Err(PayloadError::VersionOrChecksum);
     }
     // A payload is already in memory: a window bigger than it is waste.

@@ -244,6 +244,22 @@ impl Aof {
         self.feed(self.slots.len() - 1, &mut unit)
     }
 
+    /// Waits until every unit fed so far is written to the file (DEBUG
+    /// LOADAOF reads the file back); false if that took over `timeout`.
+    pub fn wait_written(&self, timeout: Duration) -> bool {
+        let target = self.seq.load(Ordering::SeqCst);
+        self.feed.lock().fed = true;
+        self.feed_cond.notify_one();
+        let deadline = Instant::now() + timeout;
+        while self.synced() < target {
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        true
+    }
+
     /// The unit number up to which replies may be sent.
     pub fn synced(&self) -> u64 {
         self.synced.load(Ordering::SeqCst)
