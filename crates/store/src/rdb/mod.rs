@@ -176,4 +176,6 @@ impl fmt::Display for RdbError {
 impl std::error::Error for RdbError {}
 
 #[cfg(test)]
+mod stream_tests;
+#[cfg(test)]
 mod tests;

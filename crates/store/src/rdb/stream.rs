@@ -83,7 +83,7 @@ fn write_id(out: &mut Vec<u8>, id: StreamId) {
 }
 
 /// The Redis listpack of a node.
-fn node_listpack(master: StreamId, node: &Node) -> Vec<u8> {
+pub(super) fn node_listpack(master: StreamId, node: &Node) -> Vec<u8> {
     let mut lp = Builder::new();
     lp.push_int(node.live() as i64);
     lp.push_int(node.deleted() as i64);
