@@ -436,7 +436,7 @@ fn damaged_groups_are_refused() {
     let mut body = with_group(&[pel(&[]), consumers(&[])].concat());
     let groups_at = body.len() - (3 + 2 + 2);
     body[groups_at - 1] = 2;
-    body.extend_from_slice(&body[groups_at..].to_vec());
+    body.extend_from_within(groups_at..);
     assert!(load_error(&body).contains("duplicated consumer group"));
 }
 
