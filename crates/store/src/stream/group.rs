@@ -444,10 +444,21 @@ impl Stream {
         self.groups.len()
     }
 
+    /// Whether XREADGROUP `>` has something to serve right away: a live
+    /// entry above the group's last ID (Redis's test before it names the
+    /// consumer; when nothing is served, the consumer is neither created
+    /// nor refreshed). A blocked reader is woken on a different test: the
+    /// stream's last ID above the group's.
+    pub fn has_unread(&self, group: &Group) -> bool {
+        self.last_valid_id().is_some_and(|top| top > group.last_id)
+    }
+
     /// XREADGROUP with `>`: hands `emit` up to `count` (0: all) entries
     /// after the group's last ID, advancing it and its entries-read as
     /// Redis 7.0 does, and (unless `noack`) makes them pending for
-    /// `consumer`, which is created or refreshed. None if no such group.
+    /// `consumer`, which is created or refreshed. The caller first decides
+    /// there is something to serve ([`Stream::has_unread`], or the waking
+    /// test for blocked readers). None if no such group.
     pub fn read_group_new(
         &mut self,
         group: &[u8],
