@@ -219,7 +219,7 @@ fn read_group<R: Read>(src: &mut Src<R>, s: &mut Stream, ty: u8) -> Res<()> {
         if ty == rtype::STREAM_LISTPACKS_3 {
             read_ms(src)?; // active-time: Redis 7.0 has no such field
         }
-        if !group.load_consumer(&cname, seen_time) {
+        if !group.create_consumer(&cname, seen_time) {
             return corrupt("duplicate stream consumer detected");
         }
         let owned = src.len()?;

@@ -287,11 +287,6 @@ impl Group {
         self.pel.insert(id, unowned).is_none()
     }
 
-    /// Loads a consumer (no entries yet); false for a duplicate name.
-    pub(crate) fn load_consumer(&mut self, name: &[u8], seen_time: i64) -> bool {
-        self.create_consumer(name, seen_time)
-    }
-
     /// Gives the loaded pending entry `id` to consumer `name`; false when
     /// the ID is not in the group PEL or already has an owner.
     pub(crate) fn load_consumer_entry(&mut self, name: &[u8], id: StreamId) -> bool {
