@@ -3,168 +3,81 @@
 //! the same, and seeded random operation sequences leave both with the
 //! same bytes and the same counters.
 //!
-//! Each test starts its own redis-server on a free port (with
-//! `rdbcompression no`, so payloads compare byte for byte) and skips with
-//! a note when redis-server is not installed.
+//! Each test starts its own redis-server (the shared `common` harness,
+//! switched to `rdbcompression no` so payloads compare byte for byte) and
+//! skips with a note when redis-server is not installed.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+mod common;
 
+use common::{Redis, Reply};
 use vireo_store::rdb::{dump_stream_payload, restore_stream_payload, EncodeOptions};
 use vireo_store::stream::{
     AddId, AutoclaimParams, ClaimParams, NodeLimits, SetId, Stream, StreamId, Trim, TrimStrategy,
 };
 
-/// A reply, RESP2.
-#[derive(Clone, Debug, PartialEq)]
-enum Reply {
-    Status(String),
-    Error(String),
-    Int(i64),
-    Bulk(Option<Vec<u8>>),
-    Array(Option<Vec<Reply>>),
+/// Starts the shared throwaway redis-server with uncompressed payloads, so
+/// DUMP bytes compare with Vireo's exactly.
+fn start(test: &str) -> Option<Redis> {
+    let mut r = Redis::start(test)?;
+    assert_eq!(
+        r.cmd_str("CONFIG SET rdbcompression no"),
+        Reply::Status("OK".into())
+    );
+    Some(r)
 }
 
-impl Reply {
-    fn int(&self) -> i64 {
-        match self {
-            Reply::Int(n) => *n,
-            other => panic!("not an integer: {other:?}"),
-        }
-    }
+/// Commands with byte-string arguments of mixed lengths.
+trait Call {
+    fn call(&mut self, args: &[&[u8]]) -> Reply;
 
-    fn bytes(&self) -> Vec<u8> {
-        match self {
-            Reply::Bulk(Some(b)) => b.clone(),
-            other => panic!("not a bulk string: {other:?}"),
-        }
+    /// The DUMP payload of `key`.
+    fn dump(&mut self, key: &str) -> Vec<u8> {
+        self.call(&[b"DUMP", key.as_bytes()]).raw()
     }
+}
 
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.bytes()).into_owned()
+impl Call for Redis {
+    fn call(&mut self, args: &[&[u8]]) -> Reply {
+        self.cmd(args)
     }
+}
 
-    fn items(&self) -> &[Reply] {
-        match self {
-            Reply::Array(Some(items)) => items,
-            other => panic!("not an array: {other:?}"),
-        }
+/// Borrowing accessors (the shared harness's consume the reply).
+trait View {
+    fn items(&self) -> &[Reply];
+    fn num(&self) -> i64;
+    fn raw(&self) -> Vec<u8>;
+
+    /// A bulk reply's text.
+    fn txt(&self) -> String {
+        String::from_utf8_lossy(&self.raw()).into_owned()
     }
 
     /// The value under `key` in a flat key-value array.
     fn field(&self, key: &str) -> &Reply {
-        let items = self.items();
-        let at = items
+        let all = self.items();
+        let at = all
             .chunks(2)
             .position(|kv| kv[0] == Reply::Bulk(Some(key.as_bytes().to_vec())))
-            .unwrap_or_else(|| panic!("no field {key} in {self:?}"));
-        &items[2 * at + 1]
+            .unwrap_or_else(|| panic!("no field {key}"));
+        &all[2 * at + 1]
     }
 }
 
-/// A redis-server child and a connection to it.
-struct Redis {
-    child: Child,
-    reader: BufReader<TcpStream>,
-    writer: TcpStream,
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Redis {
-    /// Starts redis-server on a free port; None (with a note) when it is
-    /// not installed.
-    fn start() -> Option<Redis> {
-        if Command::new("redis-server")
-            .arg("--version")
-            .output()
-            .is_err()
-        {
-            eprintln!("note: redis-server not on PATH, skipping the stream differential test");
-            return None;
-        }
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map(|a| a.port())
-            .expect("a free port");
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no", "--rdbcompression", "no"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server starts");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let stream = loop {
-            match TcpStream::connect(("127.0.0.1", port)) {
-                Ok(s) => break s,
-                Err(_) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(20))
-                }
-                Err(e) => panic!("redis-server did not listen: {e}"),
-            }
-        };
-        let writer = stream.try_clone().expect("clone socket");
-        Some(Redis {
-            child,
-            reader: BufReader::new(stream),
-            writer,
-        })
-    }
-
-    fn cmd(&mut self, args: &[&[u8]]) -> Reply {
-        let mut out = format!("*{}\r\n", args.len()).into_bytes();
-        for a in args {
-            out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-            out.extend_from_slice(a);
-            out.extend_from_slice(b"\r\n");
-        }
-        self.writer.write_all(&out).expect("send");
-        self.read_reply()
-    }
-
-    /// A command from space-separated words.
-    fn run(&mut self, line: &str) -> Reply {
-        let words: Vec<&[u8]> = line.split_whitespace().map(str::as_bytes).collect();
-        self.cmd(&words)
-    }
-
-    fn line(&mut self) -> String {
-        let mut l = String::new();
-        self.reader.read_line(&mut l).expect("reply line");
-        l.trim_end_matches("\r\n").to_string()
-    }
-
-    fn read_reply(&mut self) -> Reply {
-        let l = self.line();
-        let (kind, rest) = l.split_at(1);
-        let n = || rest.parse::<i64>().expect("length");
-        match kind {
-            "+" => Reply::Status(rest.into()),
-            "-" => Reply::Error(rest.into()),
-            ":" => Reply::Int(n()),
-            "$" if n() < 0 => Reply::Bulk(None),
-            "$" => {
-                let mut b = vec![0; n() as usize + 2];
-                self.reader.read_exact(&mut b).expect("bulk");
-                b.truncate(b.len() - 2);
-                Reply::Bulk(Some(b))
-            }
-            "*" if n() < 0 => Reply::Array(None),
-            "*" => Reply::Array(Some((0..n()).map(|_| self.read_reply()).collect())),
-            _ => panic!("bad reply line {l:?}"),
+impl View for Reply {
+    fn items(&self) -> &[Reply] {
+        match self {
+            Reply::Array(Some(items)) => items,
+            other => panic!("expected an array reply, got {other:?}"),
         }
     }
 
-    fn dump(&mut self, key: &str) -> Vec<u8> {
-        self.cmd(&[b"DUMP", key.as_bytes()]).bytes()
+    fn num(&self) -> i64 {
+        Reply::int(self.clone())
+    }
+
+    fn raw(&self) -> Vec<u8> {
+        Reply::bytes(self.clone())
     }
 }
 
@@ -215,13 +128,13 @@ fn xadd_args<'a>(
 /// Checks that `mine` reads back as Redis's copy of `key` does: entries
 /// both ways, the XINFO STREAM counters and the XINFO GROUPS ones.
 fn assert_same_view(r: &mut Redis, key: &str, mine: &Stream) {
-    let all = r.cmd(&[b"XRANGE", key.as_bytes(), b"-", b"+"]);
+    let all = r.call(&[b"XRANGE", key.as_bytes(), b"-", b"+"]);
     let theirs: Vec<(String, Vec<Vec<u8>>)> = all
         .items()
         .iter()
         .map(|e| {
-            let kv = e.items()[1].items().iter().map(Reply::bytes).collect();
-            (e.items()[0].text(), kv)
+            let kv = e.items()[1].items().iter().map(View::raw).collect();
+            (e.items()[0].txt(), kv)
         })
         .collect();
     let ours: Vec<(String, Vec<Vec<u8>>)> = mine
@@ -235,45 +148,45 @@ fn assert_same_view(r: &mut Redis, key: &str, mine: &Stream) {
         })
         .collect();
     assert_eq!(ours, theirs);
-    let info = r.cmd(&[b"XINFO", b"STREAM", key.as_bytes()]);
-    assert_eq!(info.field("length").int() as u64, mine.len());
+    let info = r.call(&[b"XINFO", b"STREAM", key.as_bytes()]);
+    assert_eq!(info.field("length").num() as u64, mine.len());
     assert_eq!(
-        info.field("radix-tree-keys").int() as usize,
+        info.field("radix-tree-keys").num() as usize,
         mine.node_count()
     );
     assert_eq!(
-        info.field("radix-tree-nodes").int() as u64,
+        info.field("radix-tree-nodes").num() as u64,
         mine.radix_tree_nodes()
     );
     assert_eq!(
-        info.field("last-generated-id").text(),
+        info.field("last-generated-id").txt(),
         mine.last_id().to_string()
     );
     assert_eq!(
-        info.field("max-deleted-entry-id").text(),
+        info.field("max-deleted-entry-id").txt(),
         mine.max_deleted_id().to_string()
     );
     assert_eq!(
-        info.field("entries-added").int() as u64,
+        info.field("entries-added").num() as u64,
         mine.entries_added()
     );
     assert_eq!(
-        info.field("recorded-first-entry-id").text(),
+        info.field("recorded-first-entry-id").txt(),
         mine.first_id().to_string()
     );
-    let groups = r.cmd(&[b"XINFO", b"GROUPS", key.as_bytes()]);
+    let groups = r.call(&[b"XINFO", b"GROUPS", key.as_bytes()]);
     assert_eq!(groups.items().len(), mine.group_count());
     for (g, (name, group)) in groups.items().iter().zip(mine.groups()) {
-        assert_eq!(g.field("name").bytes(), name);
-        assert_eq!(g.field("consumers").int() as usize, group.consumer_count());
-        assert_eq!(g.field("pending").int() as usize, group.pending_len());
+        assert_eq!(g.field("name").raw(), name);
+        assert_eq!(g.field("consumers").num() as usize, group.consumer_count());
+        assert_eq!(g.field("pending").num() as usize, group.pending_len());
         assert_eq!(
-            g.field("last-delivered-id").text(),
+            g.field("last-delivered-id").txt(),
             group.last_id.to_string()
         );
         let read = match g.field("entries-read") {
             Reply::Bulk(None) => None,
-            n => Some(n.int() as u64),
+            n => Some(n.num() as u64),
         };
         assert_eq!(
             read,
@@ -283,7 +196,7 @@ fn assert_same_view(r: &mut Redis, key: &str, mine: &Stream) {
         );
         let lag = match g.field("lag") {
             Reply::Bulk(None) => None,
-            n => Some(n.int()),
+            n => Some(n.num()),
         };
         assert_eq!(
             lag,
@@ -296,8 +209,10 @@ fn assert_same_view(r: &mut Redis, key: &str, mine: &Stream) {
 
 #[test]
 fn redis_dumps_load_and_redump_byte_for_byte() {
-    let Some(mut r) = Redis::start() else { return };
-    r.run("CONFIG SET stream-node-max-entries 5");
+    let Some(mut r) = start(module_path!()) else {
+        return;
+    };
+    r.cmd_str("CONFIG SET stream-node-max-entries 5");
     for i in 1..=30u64 {
         let fields = fields_of(i);
         let idarg = if i % 7 == 0 {
@@ -305,39 +220,39 @@ fn redis_dumps_load_and_redump_byte_for_byte() {
         } else {
             format!("{}-{}", i / 2, i)
         };
-        let reply = r.cmd(&xadd_args(b"s", idarg.as_bytes(), &fields));
+        let reply = r.call(&xadd_args(b"s", idarg.as_bytes(), &fields));
         assert!(matches!(reply, Reply::Bulk(Some(_))), "{reply:?}");
     }
     let ids: Vec<String> = r
-        .run("XRANGE s - +")
+        .cmd_str("XRANGE s - +")
         .items()
         .iter()
-        .map(|e| e.items()[0].text())
+        .map(|e| e.items()[0].txt())
         .collect();
-    r.cmd(&[
+    r.call(&[
         b"XDEL",
         b"s",
         ids[3].as_bytes(),
         ids[9].as_bytes(),
         ids[29].as_bytes(),
     ]);
-    r.run("XGROUP CREATE s g1 0");
-    r.run("XGROUP CREATE s g2 $");
-    r.run("XGROUP CREATE s g3 0 ENTRIESREAD 2");
-    r.run("XREADGROUP GROUP g1 alice COUNT 4 STREAMS s >");
-    r.run("XREADGROUP GROUP g1 bob COUNT 3 STREAMS s >");
-    r.cmd(&[b"XACK", b"s", b"g1", ids[1].as_bytes()]);
-    r.run("XGROUP CREATECONSUMER s g1 carol");
-    r.run("XREADGROUP GROUP g3 dave NOACK COUNT 2 STREAMS s >");
-    assert_eq!(r.run("XTRIM s MAXLEN = 24").int(), 3);
+    r.cmd_str("XGROUP CREATE s g1 0");
+    r.cmd_str("XGROUP CREATE s g2 $");
+    r.cmd_str("XGROUP CREATE s g3 0 ENTRIESREAD 2");
+    r.cmd_str("XREADGROUP GROUP g1 alice COUNT 4 STREAMS s >");
+    r.cmd_str("XREADGROUP GROUP g1 bob COUNT 3 STREAMS s >");
+    r.call(&[b"XACK", b"s", b"g1", ids[1].as_bytes()]);
+    r.cmd_str("XGROUP CREATECONSUMER s g1 carol");
+    r.cmd_str("XREADGROUP GROUP g3 dave NOACK COUNT 2 STREAMS s >");
+    assert_eq!(r.cmd_str("XTRIM s MAXLEN = 24").num(), 3);
     let payload = r.dump("s");
     let mine = restore_stream_payload(&payload).expect("Redis's payload loads");
     assert_same_view(&mut r, "s", &mine);
     assert_eq!(dump_stream_payload(&mine, &plain()), payload);
     // An empty stream with a group, and one emptied by XDEL.
-    r.run("XGROUP CREATE e g 0 MKSTREAM");
-    r.run("XADD d 1-1 a b");
-    r.run("XDEL d 1-1");
+    r.cmd_str("XGROUP CREATE e g 0 MKSTREAM");
+    r.cmd_str("XADD d 1-1 a b");
+    r.cmd_str("XDEL d 1-1");
     for key in ["e", "d"] {
         let payload = r.dump(key);
         let mine = restore_stream_payload(&payload).expect("loads");
@@ -348,7 +263,9 @@ fn redis_dumps_load_and_redump_byte_for_byte() {
 
 #[test]
 fn vireo_payloads_restore_into_redis() {
-    let Some(mut r) = Redis::start() else { return };
+    let Some(mut r) = start(module_path!()) else {
+        return;
+    };
     let limits = NodeLimits {
         max_bytes: 300,
         max_entries: 4,
@@ -369,13 +286,13 @@ fn vireo_payloads_restore_into_redis() {
     s.group_mut(b"g1").unwrap().ack(id(1_002, 7));
     let payload = dump_stream_payload(&s, &plain());
     assert_eq!(
-        r.cmd(&[b"RESTORE", b"x", b"0", &payload]),
+        r.call(&[b"RESTORE", b"x", b"0", &payload]),
         Reply::Status("OK".into())
     );
     assert_same_view(&mut r, "x", &s);
     assert_eq!(r.dump("x"), payload);
     // XINFO STREAM FULL shows the pending entries and consumers as stored.
-    let full = r.run("XINFO STREAM x FULL COUNT 0");
+    let full = r.cmd_str("XINFO STREAM x FULL COUNT 0");
     let g1 = &full.field("groups").items()[0];
     let group = s.group(b"g1").unwrap();
     let pending: Vec<(String, Vec<u8>, i64, i64)> = g1
@@ -384,7 +301,7 @@ fn vireo_payloads_restore_into_redis() {
         .iter()
         .map(|p| {
             let p = p.items();
-            (p[0].text(), p[1].bytes(), p[2].int(), p[3].int())
+            (p[0].txt(), p[1].raw(), p[2].num(), p[3].num())
         })
         .collect();
     let ours: Vec<(String, Vec<u8>, i64, i64)> = group
@@ -405,9 +322,9 @@ fn vireo_payloads_restore_into_redis() {
         .iter()
         .map(|c| {
             (
-                c.field("name").bytes(),
-                c.field("seen-time").int(),
-                c.field("pel-count").int(),
+                c.field("name").raw(),
+                c.field("seen-time").num(),
+                c.field("pel-count").num(),
             )
         })
         .collect();
@@ -422,14 +339,16 @@ fn vireo_payloads_restore_into_redis() {
 /// compares replies, and every few steps the DUMP bytes and counters.
 #[test]
 fn random_operations_match_redis() {
-    let Some(mut r) = Redis::start() else { return };
+    let Some(mut r) = start(module_path!()) else {
+        return;
+    };
     for seed in 0..6u64 {
         let mut rng = fastrand::Rng::with_seed(seed);
         let limits = NodeLimits {
             max_bytes: [0, 120, 400, 4096][rng.usize(0..4)],
             max_entries: [0, 1, 3, 10, 100][rng.usize(0..5)],
         };
-        r.cmd(&[
+        r.call(&[
             b"CONFIG",
             b"SET",
             b"stream-node-max-bytes",
@@ -437,7 +356,7 @@ fn random_operations_match_redis() {
             b"stream-node-max-entries",
             limits.max_entries.to_string().as_bytes(),
         ]);
-        r.run("DEL s");
+        r.cmd_str("DEL s");
         let mut s = Stream::new();
         let mut ms = 1u64;
         for step in 0..300 {
@@ -500,7 +419,7 @@ fn random_step(
                     (name.into_bytes(), value)
                 })
                 .collect();
-            let theirs = r.cmd(&xadd_args(b"s", arg.as_bytes(), &fields));
+            let theirs = r.call(&xadd_args(b"s", arg.as_bytes(), &fields));
             let ours = s.add(add, fields.iter().map(|(f, v)| (&f[..], &v[..])), limits, 0);
             match (theirs, ours) {
                 (Reply::Bulk(Some(t)), Ok(o)) => assert_eq!(t, o.to_string().into_bytes()),
@@ -513,7 +432,7 @@ fn random_step(
             let texts: Vec<String> = ids.iter().map(StreamId::to_string).collect();
             let mut args: Vec<&[u8]> = vec![b"XDEL", b"s"];
             args.extend(texts.iter().map(|t| t.as_bytes()));
-            assert_eq!(r.cmd(&args).int() as u64, s.delete(&ids));
+            assert_eq!(r.call(&args).num() as u64, s.delete(&ids));
         }
         7 | 8 => {
             let approx = rng.bool();
@@ -540,7 +459,7 @@ fn random_step(
             } else {
                 format!("XTRIM s {text}")
             };
-            let theirs = r.run(&line);
+            let theirs = r.cmd_str(&line);
             let limit = match (approx, limit) {
                 (true, 0) => limits.default_trim_limit(),
                 (_, l) => l,
@@ -550,17 +469,17 @@ fn random_step(
                 approx,
                 limit,
             });
-            assert_eq!(theirs.int() as u64, ours, "{line}");
+            assert_eq!(theirs.num() as u64, ours, "{line}");
         }
         _ => {
-            if r.run("EXISTS s").int() == 0 {
+            if r.cmd_str("EXISTS s").num() == 0 {
                 return;
             }
             *ms += rng.u64(0..2);
             let last = id(*ms, rng.u64(0..3));
             let added = s.entries_added() + rng.u64(0..3);
             let line = format!("XSETID s {last} ENTRIESADDED {added}");
-            let theirs = r.run(&line);
+            let theirs = r.cmd_str(&line);
             let ours = s.set_id(&SetId::new(last, Some(added), None).unwrap());
             match (theirs, ours) {
                 (Reply::Status(_), Ok(())) => {}
@@ -576,25 +495,27 @@ fn random_step(
 /// IDs and leave the same counters, lag and pending entries.
 #[test]
 fn random_group_operations_match_redis() {
-    let Some(mut r) = Redis::start() else { return };
+    let Some(mut r) = start(module_path!()) else {
+        return;
+    };
     let limits = NodeLimits::default();
     for seed in 0..4u64 {
         let mut rng = fastrand::Rng::with_seed(100 + seed);
-        r.run("DEL s");
+        r.cmd_str("DEL s");
         let mut s = Stream::new();
         for i in 1..=60u64 {
-            r.cmd(&[b"XADD", b"s", format!("{i}-1").as_bytes(), b"f", b"v"]);
+            r.call(&[b"XADD", b"s", format!("{i}-1").as_bytes(), b"f", b"v"]);
             s.add(AddId::Exact(id(i, 1)), [(&b"f"[..], &b"v"[..])], limits, 0)
                 .unwrap();
         }
-        r.run("XGROUP CREATE s g 0");
+        r.cmd_str("XGROUP CREATE s g 0");
         s.create_group(b"g", StreamId::MIN, None).unwrap();
         let mut next_ms = 61;
         for step in 0..200 {
             group_step(&mut r, &mut s, &mut rng, &mut next_ms);
             if step % 10 == 9 {
                 assert_same_view(&mut r, "s", &s);
-                let theirs = r.run("XPENDING s g - + 1000");
+                let theirs = r.cmd_str("XPENDING s g - + 1000");
                 let ours: Vec<(String, Vec<u8>, i64)> = s
                     .group(b"g")
                     .unwrap()
@@ -610,13 +531,7 @@ fn random_group_operations_match_redis() {
                 let theirs: Vec<(String, Vec<u8>, i64)> = theirs
                     .items()
                     .iter()
-                    .map(|p| {
-                        (
-                            p.items()[0].text(),
-                            p.items()[1].bytes(),
-                            p.items()[3].int(),
-                        )
-                    })
+                    .map(|p| (p.items()[0].txt(), p.items()[1].raw(), p.items()[3].num()))
                     .collect();
                 assert_eq!(ours, theirs, "seed {seed} step {step}");
             }
@@ -629,8 +544,8 @@ fn reply_ids(items: &[Reply]) -> Vec<String> {
     items
         .iter()
         .map(|e| match e {
-            Reply::Array(Some(kv)) => kv[0].text(),
-            other => other.text(),
+            Reply::Array(Some(kv)) => kv[0].txt(),
+            other => other.txt(),
         })
         .collect()
 }
@@ -647,7 +562,7 @@ fn group_step(r: &mut Redis, s: &mut Stream, rng: &mut fastrand::Rng, next_ms: &
                 "XREADGROUP GROUP g {consumer} COUNT {count}{} STREAMS s >",
                 if noack { " NOACK" } else { "" }
             );
-            let theirs = r.run(&line);
+            let theirs = r.cmd_str(&line);
             let theirs = match &theirs {
                 Reply::Array(None) => Vec::new(),
                 t => reply_ids(t.items()[0].items()[1].items()),
@@ -664,7 +579,7 @@ fn group_step(r: &mut Redis, s: &mut Stream, rng: &mut fastrand::Rng, next_ms: &
             let after = some_id(rng);
             let count = rng.usize(0..4);
             let line = format!("XREADGROUP GROUP g {consumer} COUNT {count} STREAMS s {after}");
-            let theirs = r.run(&line);
+            let theirs = r.cmd_str(&line);
             let theirs = reply_ids(theirs.items()[0].items()[1].items());
             let mut ours = Vec::new();
             s.read_group_history(b"g", consumer.as_bytes(), after, count, now, |i, _| {
@@ -683,7 +598,7 @@ fn group_step(r: &mut Redis, s: &mut Stream, rng: &mut fastrand::Rng, next_ms: &
             );
             let g = s.group_mut(b"g").unwrap();
             let ours = ids.iter().filter(|&&i| g.ack(i)).count();
-            assert_eq!(r.run(&line).int() as usize, ours, "{line}");
+            assert_eq!(r.cmd_str(&line).num() as usize, ours, "{line}");
         }
         4 => {
             let ids: Vec<StreamId> = (0..rng.usize(1..4)).map(|_| some_id(rng)).collect();
@@ -698,7 +613,7 @@ fn group_step(r: &mut Redis, s: &mut Stream, rng: &mut fastrand::Rng, next_ms: &
                 if force { " FORCE" } else { "" },
                 retry.map_or(String::new(), |n| format!(" RETRYCOUNT {n}")),
             );
-            let theirs = reply_ids(r.run(&line).items());
+            let theirs = reply_ids(r.cmd_str(&line).items());
             let params = ClaimParams {
                 force,
                 retry_count: retry,
@@ -719,7 +634,7 @@ fn group_step(r: &mut Redis, s: &mut Stream, rng: &mut fastrand::Rng, next_ms: &
                 "XAUTOCLAIM s g {consumer} 0 {start} COUNT {count}{}",
                 if justid { " JUSTID" } else { "" }
             );
-            let theirs = r.run(&line);
+            let theirs = r.cmd_str(&line);
             let params = AutoclaimParams {
                 start,
                 count,
@@ -730,7 +645,7 @@ fn group_step(r: &mut Redis, s: &mut Stream, rng: &mut fastrand::Rng, next_ms: &
                 .autoclaim(b"g", consumer.as_bytes(), &params, now)
                 .unwrap();
             let t = theirs.items();
-            assert_eq!(t[0].text(), report.next.to_string(), "{line}");
+            assert_eq!(t[0].txt(), report.next.to_string(), "{line}");
             let ours: Vec<String> = report.claimed.iter().map(StreamId::to_string).collect();
             assert_eq!(reply_ids(t[1].items()), ours, "{line}");
             let deleted: Vec<String> = report.deleted.iter().map(|(i, _)| i.to_string()).collect();
@@ -743,7 +658,7 @@ fn group_step(r: &mut Redis, s: &mut Stream, rng: &mut fastrand::Rng, next_ms: &
                 "XGROUP SETID s g {at}{}",
                 read.map_or(String::new(), |n| format!(" ENTRIESREAD {n}"))
             );
-            assert_eq!(r.run(&line), Reply::Status("OK".into()));
+            assert_eq!(r.cmd_str(&line), Reply::Status("OK".into()));
             let g = s.group_mut(b"g").unwrap();
             g.last_id = at;
             g.entries_read = read;
@@ -751,11 +666,11 @@ fn group_step(r: &mut Redis, s: &mut Stream, rng: &mut fastrand::Rng, next_ms: &
         7 => {
             let victim = some_id(rng);
             let line = format!("XDEL s {victim}");
-            assert_eq!(r.run(&line).int() as u64, s.delete(&[victim]), "{line}");
+            assert_eq!(r.cmd_str(&line).num() as u64, s.delete(&[victim]), "{line}");
         }
         _ => {
             let line = format!("XADD s {}-0 f v", *next_ms);
-            r.run(&line);
+            r.cmd_str(&line);
             s.add(
                 AddId::Exact(id(*next_ms, 0)),
                 [(&b"f"[..], &b"v"[..])],
