@@ -24,6 +24,7 @@ pub mod rdb;
 pub mod set;
 mod small_bytes;
 pub mod snapshot;
+pub mod stream;
 mod ttl_index;
 pub mod value;
 pub mod zset;

@@ -9,6 +9,7 @@ use super::{crc64, intset, listpack, lzf, opcode, rtype, RDB_VERSION};
 use crate::keyspace::{Entry, LfuTuning};
 use crate::list::{Elem, List};
 use crate::set::Member;
+use crate::stream::Stream;
 use crate::value::{StrRef, ValueRef};
 
 /// How entries are written (from `rdbcompression` and `maxmemory-policy`).
@@ -98,6 +99,19 @@ pub fn encode_value(out: &mut Vec<u8>, value: ValueRef, opts: &EncodeOptions) {
 pub fn dump_payload(value: ValueRef, opts: &EncodeOptions) -> Vec<u8> {
     let mut out = Vec::new();
     encode_value(&mut out, value, opts);
+    finish_payload(out)
+}
+
+/// The DUMP payload of a stream (type `STREAM_LISTPACKS_2`), laid out as
+/// [`dump_payload`]'s.
+pub fn dump_stream_payload(stream: &Stream, opts: &EncodeOptions) -> Vec<u8> {
+    let mut out = vec![rtype::STREAM_LISTPACKS_2];
+    super::stream::write_stream(&mut out, stream, opts.compress);
+    finish_payload(out)
+}
+
+/// Appends the DUMP footer (RDB version and CRC64) to a type and payload.
+fn finish_payload(mut out: Vec<u8>) -> Vec<u8> {
     out.extend_from_slice(&RDB_VERSION.to_le_bytes());
     let crc = crc64(0, &out);
     out.extend_from_slice(&crc.to_le_bytes());

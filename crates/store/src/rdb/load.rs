@@ -11,6 +11,7 @@ use std::io::Read;
 
 use vireo_resp::number::parse_f64;
 
+use super::stream::read_stream;
 use super::{
     crc64, intset, listpack, lzf, opcode, rtype, ziplist, zipmap, ErrorKind, Packed, RdbError,
     RDB_VERSION,
@@ -20,6 +21,7 @@ use crate::hash::{Hash, HashLimits};
 use crate::keyspace::Entry;
 use crate::list::{End, List};
 use crate::set::{Member, Set};
+use crate::stream::Stream;
 use crate::value::{StrValue, Value};
 use crate::zset::{self, ZSet};
 
@@ -110,7 +112,7 @@ pub enum Item {
 }
 
 /// A buffered reader that tracks the offset and checksums what it consumes.
-struct Src<R> {
+pub(super) struct Src<R> {
     r: R,
     buf: Box<[u8]>,
     pos: usize,
@@ -122,9 +124,11 @@ struct Src<R> {
     crc_from: usize,
 }
 
-type Res<T> = Result<T, ErrorKind>;
+/// A read's result: the value or what was wrong.
+pub(super) type Res<T> = Result<T, ErrorKind>;
 
-fn corrupt<T>(msg: impl Into<String>) -> Res<T> {
+/// A `Corrupt` error with this message.
+pub(super) fn corrupt<T>(msg: impl Into<String>) -> Res<T> {
     Err(ErrorKind::Corrupt(msg.into()))
 }
 
@@ -181,7 +185,7 @@ impl<R: Read> Src<R> {
         Ok(self.buf[self.pos - 1])
     }
 
-    fn exact<const N: usize>(&mut self) -> Res<[u8; N]> {
+    pub(super) fn exact<const N: usize>(&mut self) -> Res<[u8; N]> {
         let mut out = [0u8; N];
         let mut got = 0;
         while got < N {
@@ -225,7 +229,7 @@ impl<R: Read> Src<R> {
     }
 
     /// Reads a length.
-    fn len(&mut self) -> Res<u64> {
+    pub(super) fn len(&mut self) -> Res<u64> {
         match self.len_or_enc()? {
             Ok(n) => Ok(n),
             Err(_) => corrupt("an encoded string where a length was expected"),
@@ -233,12 +237,12 @@ impl<R: Read> Src<R> {
     }
 
     /// Reads a length that counts elements to come, as a usize.
-    fn count(&mut self) -> Res<usize> {
+    pub(super) fn count(&mut self) -> Res<usize> {
         usize::try_from(self.len()?).or_else(|_| corrupt("element count too large"))
     }
 
     /// Reads a string in any of its encodings.
-    fn string(&mut self) -> Res<Vec<u8>> {
+    pub(super) fn string(&mut self) -> Res<Vec<u8>> {
         let int = |v: i64| itoa::Buffer::new().format(v).as_bytes().to_vec();
         match self.len_or_enc()? {
             Ok(n) => self.bytes(n),
@@ -522,6 +526,28 @@ pub enum PayloadError {
 /// CRC64 footer, then reads and fully validates the value. An empty
 /// collection is bad data.
 pub fn restore_payload(payload: &[u8], opts: &LoadOptions) -> Result<Value, PayloadError> {
+    read_payload(payload, |src, ty| {
+        read_value(src, ty, opts).and_then(|v| v.map_or_else(|| corrupt("empty value"), Ok))
+    })
+}
+
+/// Decodes the DUMP payload of a stream (types 15, 19 and 21), checked as
+/// [`restore_payload`] checks; any other type is bad data.
+pub fn restore_stream_payload(payload: &[u8]) -> Result<Stream, PayloadError> {
+    read_payload(payload, |src, ty| match ty {
+        rtype::STREAM_LISTPACKS | rtype::STREAM_LISTPACKS_2 | rtype::STREAM_LISTPACKS_3 => {
+            read_stream(src, ty)
+        }
+        _ => corrupt(format!("RDB type {ty} is not a stream")),
+    })
+}
+
+/// Checks a DUMP payload's footer, then reads its type byte and hands the
+/// body to `read`.
+fn read_payload<T>(
+    payload: &[u8],
+    read: impl FnOnce(&mut Src<&[u8]>, u8) -> Res<T>,
+) -> Result<T, PayloadError> {
     if payload.len() < 10 {
         return Err(PayloadError::VersionOrChecksum);
     }
@@ -536,10 +562,7 @@ pub fn restore_payload(payload: &[u8], opts: &LoadOptions) -> Result<Value, Payl
     }
     // A payload is already in memory: a window bigger than it is waste.
     let mut src = Src::new(body, body.len().min(PREALLOC_MAX));
-    let r = src
-        .u8()
-        .and_then(|ty| read_value(&mut src, ty, opts))
-        .and_then(|v| v.map_or_else(|| corrupt("empty value"), Ok));
+    let r = src.u8().and_then(|ty| read(&mut src, ty));
     r.map_err(|kind| {
         PayloadError::BadData(RdbError {
             kind,
@@ -700,10 +723,12 @@ fn read_value<R: Read>(src: &mut Src<R>, ty: u8, o: &LoadOptions) -> Res<Option<
             }
             Value::List(l)
         }
-        rtype::STREAM_LISTPACKS | rtype::STREAM_LISTPACKS_2 => {
+        rtype::STREAM_LISTPACKS | rtype::STREAM_LISTPACKS_2 | rtype::STREAM_LISTPACKS_3 => {
+            // The keyspace has no stream values yet: `restore_stream_payload`
+            // and `super::stream` read them on their own.
             return Err(ErrorKind::Unsupported(format!(
                 "stream keys are not supported yet (RDB type {ty})"
-            )))
+            )));
         }
         rtype::MODULE | rtype::MODULE_2 => {
             return Err(ErrorKind::Unsupported(format!(

@@ -8,6 +8,7 @@
 //!   and entries into a byte buffer the caller flushes, plus the checksum.
 //! * [`load`]: a streaming [`Loader`] over any `std::io::Read`, yielding one
 //!   [`Item`] at a time, and [`restore_payload`] for RESTORE.
+//! * [`stream`]: the stream payload, both ways.
 //! * The packed sub-formats values are stored in: [`listpack`],
 //!   [`ziplist`], [`intset`], [`zipmap`], plus [`lzf`] string compression
 //!   and the [`crc64`] checksum.
@@ -23,6 +24,7 @@ pub mod intset;
 pub mod listpack;
 pub mod load;
 pub mod lzf;
+pub mod stream;
 pub mod ziplist;
 pub mod zipmap;
 
@@ -30,10 +32,11 @@ use std::fmt;
 
 pub use crc64::crc64;
 pub use encode::{
-    dump_payload, encode_value, write_aux, write_entry, write_eof, write_header, write_resize_db,
-    write_select_db, EncodeOptions,
+    dump_payload, dump_stream_payload, encode_value, write_aux, write_entry, write_eof,
+    write_header, write_resize_db, write_select_db, EncodeOptions,
 };
-pub use load::{restore_payload, Item, LoadOptions, Loader, PayloadError};
+pub use load::{restore_payload, restore_stream_payload, Item, LoadOptions, Loader, PayloadError};
+pub use stream::write_stream;
 
 /// The RDB version Redis 7.0 writes and the newest Vireo reads.
 pub const RDB_VERSION: u16 = 10;
@@ -85,6 +88,7 @@ pub(crate) mod rtype {
     pub const ZSET_LISTPACK: u8 = 17;
     pub const LIST_QUICKLIST_2: u8 = 18;
     pub const STREAM_LISTPACKS_2: u8 = 19;
+    pub const STREAM_LISTPACKS_3: u8 = 21;
 }
 
 /// One entry of a packed blob (listpack or ziplist): an integer stored in
@@ -171,5 +175,7 @@ impl fmt::Display for RdbError {
 
 impl std::error::Error for RdbError {}
 
+#[cfg(test)]
+mod stream_tests;
 #[cfg(test)]
 mod tests;

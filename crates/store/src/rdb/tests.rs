@@ -464,12 +464,12 @@ fn empty_values_are_skipped_in_files_and_refused_in_payloads() {
 
 #[test]
 fn errors_name_what_where_and_which_key() {
-    let f = raw_file(10, 21, b"foo", b"");
+    let f = raw_file(10, 22, b"foo", b"");
     let e = load_all(&f).unwrap_err();
     assert_eq!(e.key.as_deref(), Some(&b"foo"[..]));
     assert_eq!(
         e.to_string(),
-        "unknown RDB type 21 for key 'foo' at offset 14"
+        "unknown RDB type 22 for key 'foo' at offset 14"
     );
     let e = load_all(&raw_file(10, rtype::STREAM_LISTPACKS_2, b"x", b"")).unwrap_err();
     assert!(
