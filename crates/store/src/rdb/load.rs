@@ -526,7 +526,7 @@ pub enum PayloadError {
 /// CRC64 footer, then reads and fully validates the value. An empty
 /// collection is bad data.
 pub fn restore_payload(payload: &[u8], opts: &LoadOptions) -> Result<Value, PayloadError> {
-    read_payload(payload, |src, ty| {
+    read_payload(payload, !opts.skip_payload_checksum, |src, ty| {
         read_value(src, ty, opts).and_then(|v| v.map_or_else(|| corrupt("empty value"), Ok))
     })
 }
@@ -534,7 +534,7 @@ pub fn restore_payload(payload: &[u8], opts: &LoadOptions) -> Result<Value, Payl
 /// Decodes the DUMP payload of a stream (types 15, 19 and 21), checked as
 /// [`restore_payload`] checks; any other type is bad data.
 pub fn restore_stream_payload(payload: &[u8]) -> Result<Stream, PayloadError> {
-    read_payload(payload, |src, ty| match ty {
+    read_payload(payload, true, |src, ty| match ty {
         rtype::STREAM_LISTPACKS | rtype::STREAM_LISTPACKS_2 | rtype::STREAM_LISTPACKS_3 => {
             read_stream(src, ty)
         }
@@ -542,10 +542,12 @@ pub fn restore_stream_payload(payload: &[u8]) -> Result<Stream, PayloadError> {
     })
 }
 
-/// Checks a DUMP payload's footer, then reads its type byte and hands the
-/// body to `read`.
+/// Checks a DUMP payload's footer (its CRC64 unless `verify_crc` is off,
+/// DEBUG SET-SKIP-CHECKSUM-VALIDATION), then reads its type byte and hands
+/// the body to `read`.
 fn read_payload<T>(
     payload: &[u8],
+    verify_crc: bool,
     read: impl FnOnce(&mut Src<&[u8]>, u8) -> Res<T>,
 ) -> Result<T, PayloadError> {
     if payload.len() < 10 {
@@ -557,7 +559,7 @@ fn read_payload<T>(
         return Err(PayloadError::VersionOrChecksum);
     }
     let stored = u64::from_le_bytes(footer[2..].try_into().unwrap_or_default());
-    if !opts.skip_payload_checksum && crc64(0, &payload[..payload.len() - 8]) != stored {
+    if verify_crc && crc64(0, &payload[..payload.len() - 8]) != stored {
         return Err(PayloadError::VersionOrChecksum);
     }
     // A payload is already in memory: a window bigger than it is waste.
