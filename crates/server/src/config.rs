@@ -588,6 +588,9 @@ impl Config {
         let mut seen_save = false;
         let (lines, base) = (text.lines().map(String::from).collect::<Vec<_>>(), 1);
         for (i, line) in lines.iter().enumerate() {
+            if is_comment(line) {
+                continue;
+            }
             let words = split_args(line)
                 .ok_or_else(|| fatal(i + base, line, "Unbalanced quotes in configuration line"))?;
             config
@@ -634,7 +637,7 @@ impl Config {
                     io_reason(&e)
                 )
             })?;
-            for line in content.lines() {
+            for line in content.lines().filter(|l| !is_comment(l)) {
                 let w = split_args(line).ok_or("Unbalanced quotes in configuration line")?;
                 self.apply_line(&w, seen_save, depth + 1)?;
             }
@@ -1182,6 +1185,13 @@ fn quote(v: &str) -> String {
     s
 }
 
+/// A comment line of a config file: Redis skips lines whose first
+/// non-blank character is `#` before splitting them, so quotes in comments
+/// are never parsed.
+fn is_comment(line: &str) -> bool {
+    line.trim_start().starts_with('#')
+}
+
 /// Parses a memory value with Redis's units (k, kb, m, mb, g, gb).
 pub fn parse_memory(s: &str) -> Option<u64> {
     let lower = s.to_ascii_lowercase();
@@ -1520,7 +1530,7 @@ mod tests {
         let f = dir.join("a.conf");
         std::fs::write(
             &f,
-            "# comment\nport 7001\nrequirepass \"se cret\"\nsave 10 1\nsave 20 2\n",
+            "# comment\n  # option \"include\" won't be rewritten\nport 7001\nrequirepass \"se cret\"\nsave 10 1\nsave 20 2\n",
         )
         .unwrap();
         let c = Config::from_args(&args(&[f.to_str().unwrap(), "--timeout", "5"])).unwrap();
