@@ -267,6 +267,16 @@ impl Parser {
         }
     }
 
+    /// Frees the argument buffers entirely when no command is in progress
+    /// (a connection gone idle; they are allocated again with its next
+    /// command).
+    pub fn release_if_idle(&mut self) {
+        if self.state == State::Idle {
+            self.ranges = Vec::new();
+            self.scratch = Vec::new();
+        }
+    }
+
     /// Bytes the parser holds for arguments (a client's `argv-mem`).
     pub fn memory(&self) -> usize {
         self.ranges.capacity() * std::mem::size_of::<(usize, usize)>() + self.scratch.capacity()

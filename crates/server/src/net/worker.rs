@@ -23,6 +23,12 @@ use crate::server::Server;
 const WAKER: Token = Token(usize::MAX);
 /// How often housekeeping runs (timeouts, paused clients).
 const TICK: Duration = Duration::from_millis(100);
+/// A connection idle this long gives back its buffers (Redis frees an idle
+/// client's query buffer after two seconds).
+const IDLE_RELEASE_MS: u64 = 2000;
+/// The shortest time between two purges of a worker's allocator heap after
+/// idle connections gave back their buffers.
+const PURGE_INTERVAL: Duration = Duration::from_secs(1);
 
 /// A message to a worker.
 pub enum Msg {
@@ -96,6 +102,10 @@ struct Worker {
     /// Connections whose replies wait for an AOF fsync (`appendfsync
     /// always`); the AOF writer wakes this worker when it has synced.
     held: Vec<usize>,
+    /// When idle connections' memory was last handed back to the system.
+    last_purge: Instant,
+    /// Buffers were released since the last purge.
+    purge_pending: bool,
 }
 
 /// Runs worker `id`'s event loop until the server shuts down.
@@ -109,6 +119,8 @@ pub fn run(id: usize, server: Arc<Server>, poll: Poll) {
         by_id: Default::default(),
         deadlines: BTreeSet::new(),
         held: Vec::new(),
+        last_purge: Instant::now(),
+        purge_pending: false,
     };
     let mut events = Events::with_capacity(1024);
     let mut last_tick = Instant::now();
@@ -370,6 +382,7 @@ impl Worker {
         let now = now_ms();
         let mut to_close = Vec::new();
         let mut to_resume = Vec::new();
+        let mut to_release = Vec::new();
         for (idx, conn) in self.conns.iter() {
             let shared = &conn.session.shared;
             if shared.killed.load(Ordering::Relaxed) {
@@ -390,6 +403,24 @@ impl Worker {
             if conn.paused {
                 to_resume.push(idx);
             }
+            if idle_ms >= IDLE_RELEASE_MS {
+                to_release.push(idx);
+            }
+        }
+        for idx in to_release {
+            if let Some(conn) = self.conns.get_mut(idx) {
+                if conn.release_idle_buffers() {
+                    conn.account(&server);
+                    self.purge_pending = true;
+                }
+            }
+        }
+        // A purge walks the worker's heap (a few ms for hundreds of MB):
+        // at most one per interval, and only after buffers were released.
+        if self.purge_pending && self.last_purge.elapsed() >= PURGE_INTERVAL {
+            crate::memory::alloc::purge_thread_heap();
+            self.last_purge = Instant::now();
+            self.purge_pending = false;
         }
         for idx in to_close {
             self.close(idx);
