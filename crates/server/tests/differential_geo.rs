@@ -176,11 +176,11 @@ impl Gen<'_> {
     }
 
     /// GEOSEARCH's centre and shape, sometimes missing, doubled or broken.
-    fn from_by(&mut self) -> Vec<Vec<u8>> {
+    fn centre_and_shape(&mut self) -> Vec<Vec<u8>> {
         let mut out = Vec::new();
         match self.rng.u8(..12) {
             0 => {}
-            1 | 2 | 3 => {
+            1..=3 => {
                 out.push(b("FROMMEMBER"));
                 out.push(self.member());
             }
@@ -231,13 +231,13 @@ impl Gen<'_> {
             }
             2 | 3 => {
                 let mut c = vec![b("GEOSEARCH"), self.key()];
-                c.extend(self.from_by());
+                c.extend(self.centre_and_shape());
                 c.extend(self.options(false, true));
                 c
             }
             _ => {
                 let mut c = vec![b("GEOSEARCHSTORE"), self.dest(), self.key()];
-                c.extend(self.from_by());
+                c.extend(self.centre_and_shape());
                 self.storing = true;
                 c.extend(self.options(false, true));
                 self.storing = false;
