@@ -484,6 +484,8 @@ pub struct HotConfig {
     pub set_max_intset_entries: AtomicU64,
     pub zset_max_listpack_entries: AtomicU64,
     pub zset_max_listpack_value: AtomicU64,
+    /// `hll-sparse-max-bytes`, read by every PFADD and PFMERGE.
+    pub hll_sparse_max_bytes: AtomicU64,
 }
 
 /// A size threshold as usize (saturating on 32-bit targets).
@@ -498,6 +500,11 @@ impl HotConfig {
             max_entries: threshold(&self.hash_max_listpack_entries),
             max_value: threshold(&self.hash_max_listpack_value),
         }
+    }
+
+    /// `hll-sparse-max-bytes`.
+    pub fn hll_sparse_max_bytes(&self) -> usize {
+        threshold(&self.hll_sparse_max_bytes)
     }
 
     /// `zset-max-listpack-entries|value`.
@@ -946,6 +953,8 @@ impl Config {
             .store(u("zset-max-listpack-entries"), Ordering::Relaxed);
         h.zset_max_listpack_value
             .store(u("zset-max-listpack-value"), Ordering::Relaxed);
+        h.hll_sparse_max_bytes
+            .store(u("hll-sparse-max-bytes"), Ordering::Relaxed);
         let limits = self.raw("client-output-buffer-limit");
         let words: Vec<&str> = limits.split(' ').collect();
         for c in words.chunks(4).filter(|c| c.len() == 4) {

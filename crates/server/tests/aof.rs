@@ -334,6 +334,57 @@ fn expiries_and_non_deterministic_commands_are_logged_as_their_effects() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// GEO and HyperLogLog writes propagate as Redis's do: GEOADD as the ZADD
+/// it runs, a search's STORE as executed, PFCOUNT only when it refreshed
+/// the cached count, PFDEBUG TODENSE only when it converted; and the
+/// values they leave come back after a restart.
+#[test]
+fn geo_and_hll_writes_are_logged_as_redis_logs_them() {
+    let dir = temp_dir("geohll");
+    let srv = start_aof(&dir, &["--appendfsync", "always"]);
+    let mut con = srv.conn();
+    for c in [
+        &["GEOADD", "g", "CH", "13.361389", "38.115556", "Palermo"][..],
+        &["GEOADD", "g", "NX", "13.361389", "38.115556", "Palermo"],
+        &["GEORADIUS", "g", "13", "38", "100", "km", "STORE", "near"],
+        &["PFADD", "h", "a", "b"],
+        &["PFCOUNT", "h"],
+        &["PFCOUNT", "h"],
+        &["PFCOUNT", "h", "other"],
+        &["PFDEBUG", "TODENSE", "h"],
+        &["PFDEBUG", "TODENSE", "h"],
+    ] {
+        q(&mut con, c).unwrap();
+    }
+    let text = aof_text(&dir);
+    assert!(
+        text.contains("*5\r\n$4\r\nzadd\r\n$1\r\ng\r\n$2\r\nCH\r\n$16\r\n3479099956230698\r\n$7\r\nPalermo\r\n"),
+        "{text}"
+    );
+    assert_eq!(
+        text.matches("zadd").count(),
+        1,
+        "the NX no-op is not logged:\n{text}"
+    );
+    assert!(!text.contains("GEOADD"), "{text}");
+    assert!(text.contains("$9\r\nGEORADIUS\r\n"), "{text}");
+    assert_eq!(text.matches("PFCOUNT").count(), 1, "{text}");
+    assert_eq!(text.matches("TODENSE").count(), 1, "{text}");
+    let before = dump(&mut con, 0);
+    let h = q(&mut con, &["GET", "h"]).unwrap();
+    drop(con);
+    drop(srv);
+    let srv = start_aof(&dir, &[]);
+    let mut con = srv.conn();
+    assert_eq!(dump(&mut con, 0), before);
+    assert_eq!(
+        q(&mut con, &["GET", "h"]).unwrap(),
+        h,
+        "cached count and encoding replayed"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Runs Vireo with the AOF on in `dir`, expecting it to exit by itself
 /// (start-up refused): whether it exited successfully, and its output. A
 /// server that starts serving instead is killed after a while.

@@ -327,14 +327,25 @@ fn histogram(hll: &[u8]) -> Result<Histogram, HllError> {
     Ok(h)
 }
 
+/// The four six-bit registers packed in three bytes (least significant
+/// bits first): dense registers come in such groups, which whole-HLL
+/// walks decode at once rather than register by register.
+fn dense_group(c: &[u8]) -> [u8; 4] {
+    let (b0, b1, b2) = (c[0], c[1], c[2]);
+    [
+        b0 & 63,
+        (b0 >> 6 | b1 << 2) & 63,
+        (b1 >> 4 | b2 << 4) & 63,
+        b2 >> 2,
+    ]
+}
+
 /// Histogram of packed registers, four registers per three bytes.
 fn dense_histogram(regs: &[u8], h: &mut Histogram) {
     for c in regs.chunks_exact(3) {
-        let (b0, b1, b2) = (c[0], c[1], c[2]);
-        h[usize::from(b0 & 63)] += 1;
-        h[usize::from((b0 >> 6 | b1 << 2) & 63)] += 1;
-        h[usize::from((b1 >> 4 | b2 << 4) & 63)] += 1;
-        h[usize::from(b2 >> 2)] += 1;
+        for r in dense_group(c) {
+            h[usize::from(r)] += 1;
+        }
     }
 }
 
@@ -423,8 +434,10 @@ impl Union {
         match validate(hll)? {
             Encoding::Dense => {
                 self.any_dense = true;
-                for (i, m) in self.max.iter_mut().enumerate() {
-                    *m = (*m).max(dense_get(regs, i));
+                for (c, m) in regs.chunks_exact(3).zip(self.max.chunks_exact_mut(4)) {
+                    for (m, r) in m.iter_mut().zip(dense_group(c)) {
+                        *m = (*m).max(r);
+                    }
                 }
             }
             Encoding::Sparse => walk_sparse(regs, |first, len, value| {

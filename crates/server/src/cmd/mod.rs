@@ -17,7 +17,9 @@ pub mod docs;
 pub mod dump;
 pub mod expire;
 pub mod function;
+pub mod geo;
 pub mod hash;
+pub mod hll;
 pub mod info;
 pub mod keys;
 pub mod list;
@@ -346,7 +348,9 @@ impl Table {
             dump::COMMANDS,
             expire::COMMANDS,
             function::COMMANDS,
+            geo::COMMANDS,
             hash::COMMANDS,
+            hll::COMMANDS,
             info::COMMANDS,
             keys::COMMANDS,
             list::COMMANDS,

@@ -1,8 +1,9 @@
 //! Helpers more than one command family uses: the HELP reply of container
 //! commands, the subcommand syntax error, float arguments as Redis parses
 //! them, the size limit of unbounded replies, the SCAN family's options,
-//! client names (HELLO SETNAME, CLIENT SETNAME), and the propagated form
-//! of pops (LMPOP, ZMPOP and the blocking pops). Families import each
+//! client names (HELLO SETNAME, CLIENT SETNAME), the propagated form of
+//! pops (LMPOP, ZMPOP and the blocking pops), and storing a computed sorted
+//! set (ZRANGESTORE, ZUNIONSTORE and the like, GEORADIUS ... STORE). Families import each
 //! other only through here and the command table.
 
 use std::sync::atomic::Ordering;
@@ -11,6 +12,8 @@ use vireo_resp::number::parse_f64;
 use vireo_resp::Args;
 use vireo_store::glob::glob_match;
 use vireo_store::list::End;
+use vireo_store::zset::ZSet;
+use vireo_store::Value;
 
 use super::{errors, is, text, Ctx};
 use crate::net::session::Session;
@@ -68,6 +71,24 @@ pub fn reply_budget(ctx: &Ctx<'_>) -> usize {
     let cap = hot.proto_max_bulk_len.load(Ordering::Relaxed);
     let budget = if hard > 0 { hard.min(cap) } else { cap };
     usize::try_from(budget).unwrap_or(usize::MAX)
+}
+
+/// Stores a computed sorted set at `dst` (deleting `dst` when it is empty)
+/// and replies its size, as ZRANGESTORE, the ZUNIONSTORE family and the
+/// GEO commands' STORE options do. The members must be distinct.
+pub fn store_zset_result(ctx: &mut Ctx<'_>, dst: &[u8], items: Vec<(Vec<u8>, f64)>) {
+    let n = items.len();
+    if n == 0 {
+        if ctx.keys.delete(ctx.db, dst) {
+            ctx.modified(dst);
+        }
+        return ctx.out.int(0);
+    }
+    let z = ZSet::from_entries(items, ctx.server.config.hot.zset_limits());
+    ctx.keys.set(ctx.db, dst, Value::ZSet(z));
+    ctx.modified(dst);
+    ctx.signal_ready(dst);
+    ctx.out.int(n as i64);
 }
 
 /// Parses a SCAN-family cursor as Redis's `strtoul`-based parser does: an

@@ -17,7 +17,7 @@ use vireo_resp::{Args, Protocol, ReplyBuf};
 use vireo_store::zset::{cmp_entries, Limits, ZSet};
 use vireo_store::{Keys, Value, ValueRef};
 
-use super::shared::{parse_cursor, parse_scan_args};
+use super::shared::{parse_cursor, parse_scan_args, store_zset_result};
 use super::{errors, flags::*, is, spec, CommandSpec, Ctx, KeySpec, KEY1};
 
 /// Members popped from a sorted set, in popping order, with their scores.
@@ -877,24 +877,7 @@ fn range_generic(
             .map(|(m, sc)| (m.to_vec(), sc))
             .collect()
     });
-    store_result(ctx, dst, items);
-}
-
-/// Stores a computed result at `dst` (deleting `dst` when it is empty) and
-/// replies its size, as ZRANGESTORE and ZUNIONSTORE-style commands do.
-fn store_result(ctx: &mut Ctx<'_>, dst: &[u8], items: Vec<(Vec<u8>, f64)>) {
-    let n = items.len();
-    if n == 0 {
-        if ctx.keys.delete(ctx.db, dst) {
-            ctx.modified(dst);
-        }
-        return ctx.out.int(0);
-    }
-    let z = ZSet::from_entries(items, limits(ctx));
-    ctx.keys.set(ctx.db, dst, Value::ZSet(z));
-    ctx.modified(dst);
-    ctx.signal_ready(dst);
-    ctx.out.int(n as i64);
+    store_zset_result(ctx, dst, items);
 }
 
 /// ZCOUNT key min max: the number of members with a score in range.
@@ -1468,7 +1451,7 @@ fn setop_generic(ctx: &mut Ctx<'_>, args: Args<'_>, op: SetOp, dst: Option<&[u8]
         }
     };
     match dst {
-        Some(dst) => store_result(ctx, dst, result),
+        Some(dst) => store_zset_result(ctx, dst, result),
         None => {
             let mut result = result;
             result.sort_by(|a, b| cmp_entries((a.1, &a.0), (b.1, &b.0)));

@@ -42,6 +42,21 @@ impl Drop for Redis {
     }
 }
 
+/// Whether `redis-server` can be run; differential tests that must not
+/// fail without it print a note and return when it cannot.
+pub fn redis_server_available() -> bool {
+    let found = Command::new("redis-server")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found {
+        eprintln!("note: redis-server is not on PATH; skipping the differential test");
+    }
+    found
+}
+
 pub fn start_redis() -> Redis {
     start_redis_with(&[])
 }
