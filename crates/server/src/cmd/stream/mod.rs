@@ -311,7 +311,7 @@ fn xadd(ctx: &mut Ctx<'_>, args: Args<'_>) {
         return ctx.out.error(&wrong_arity("xadd"));
     };
     let fields = idpos + 1;
-    if args.len() - fields < 2 || (args.len() - fields) % 2 == 1 {
+    if args.len() - fields < 2 || !(args.len() - fields).is_multiple_of(2) {
         return ctx.out.error(&wrong_arity("xadd"));
     }
     let id = match id.reject_zero() {
