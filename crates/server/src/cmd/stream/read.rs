@@ -251,7 +251,12 @@ fn parse_ids(
             }
             From::New
         } else {
-            From::After(super::strict_id(ctx, arg)?)
+            match super::strict_id(ctx, arg)? {
+                // Redis marks `>` with the largest ID, so a reader in a
+                // group that names that ID gets `>` too.
+                StreamId::MAX if group.is_some() => From::New,
+                id => From::After(id),
+            }
         };
         froms.push(from);
     }
