@@ -220,9 +220,15 @@ fn full_unseen(con: &mut redis::Connection, key: &str) -> Value {
     blank(full(con, key))
 }
 
+/// What the servers of the persistence test run with: the node size
+/// [`build`] sets, so that replayed XADDs cut nodes where the originals did.
+const NODES: [&str; 4] = ["--appendonly", "yes", "--stream-node-max-entries", "10"];
+
 /// A stream with generated IDs, deletions, trimming, groups, consumers
 /// with and without pending entries, and a NOACK reader.
 fn build(con: &mut redis::Connection) {
+    // Small nodes, so that approximate trimming removes some.
+    ok(con, &["CONFIG", "SET", "stream-node-max-entries", "10"]);
     for i in 0..50 {
         ok(
             con,
@@ -286,14 +292,19 @@ fn build(con: &mut redis::Connection) {
 
 #[test]
 fn streams_survive_aof_replay_rewrite_and_rdb_reload() {
-    let srv = Server::start(&["--appendonly", "yes"]);
+    let srv = Server::start(&NODES);
     let mut con = srv.conn();
     build(&mut con);
+    assert_eq!(
+        ok(&mut con, &["XLEN", "s"]),
+        Value::Int(30),
+        "trimmed by whole nodes"
+    );
     let before = (full_unseen(&mut con, "s"), full(&mut con, "empty"));
     let dir = srv.kill_keep_dir();
 
     // Replaying the log: generated IDs, trims and group effects.
-    let srv = Server::start_in(dir, &["--appendonly", "yes"]);
+    let srv = Server::start_in(dir, &NODES);
     let mut con = srv.conn();
     assert_eq!(
         (full_unseen(&mut con, "s"), full(&mut con, "empty")),
@@ -310,7 +321,7 @@ fn streams_survive_aof_replay_rewrite_and_rdb_reload() {
         thread::sleep(Duration::from_millis(20));
     }
     let dir = srv.kill_keep_dir();
-    let srv = Server::start_in(dir, &["--appendonly", "yes"]);
+    let srv = Server::start_in(dir, &NODES);
     let mut con = srv.conn();
     assert_eq!(
         (full_unseen(&mut con, "s"), full(&mut con, "empty")),
@@ -321,7 +332,7 @@ fn streams_survive_aof_replay_rewrite_and_rdb_reload() {
     let exact = full(&mut con, "s");
     ok(&mut con, &["SAVE"]);
     let dir = srv.kill_keep_dir();
-    let srv = Server::start_in(dir, &[]);
+    let srv = Server::start_in(dir, &NODES[2..]);
     let mut con = srv.conn();
     assert_eq!(full(&mut con, "s"), exact);
     assert_eq!(full(&mut con, "empty"), before.1);

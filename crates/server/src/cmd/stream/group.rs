@@ -32,11 +32,12 @@ pub const XGROUP: CommandSpec = container(
     -2,
     0,
     &[
-        spec("xgroup|create", -5, WRITE | DENYOOM, KEY2, xgroup),
-        spec("xgroup|setid", -5, WRITE, KEY2, xgroup),
+        // In the order Redis's COMMAND lists them.
         spec("xgroup|destroy", 4, WRITE, KEY2, xgroup),
-        spec("xgroup|createconsumer", 5, WRITE | DENYOOM, KEY2, xgroup),
         spec("xgroup|delconsumer", 5, WRITE, KEY2, xgroup),
+        spec("xgroup|create", -5, WRITE | DENYOOM, KEY2, xgroup),
+        spec("xgroup|createconsumer", 5, WRITE | DENYOOM, KEY2, xgroup),
+        spec("xgroup|setid", -5, WRITE, KEY2, xgroup),
         spec(
             "xgroup|help",
             2,

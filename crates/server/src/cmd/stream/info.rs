@@ -22,8 +22,9 @@ pub const XINFO: CommandSpec = container(
     -2,
     0,
     &[
-        spec("xinfo|stream", -3, READONLY, KEY2, xinfo),
+        // In the order Redis's COMMAND lists them.
         spec("xinfo|groups", 3, READONLY, KEY2, xinfo),
+        spec("xinfo|stream", -3, READONLY, KEY2, xinfo),
         spec("xinfo|consumers", 4, READONLY, KEY2, xinfo),
         spec("xinfo|help", 2, LOADING | STALE, KeySpec::None, help),
     ],
