@@ -166,6 +166,17 @@ fn blocked_group_readers_are_released_with_redis_errors() {
         let reply = reader.join().unwrap();
         assert!(reply.contains(want), "{action:?}: {reply}");
     }
+    // A stream that expires (found so by a lookup) releases them too.
+    ok(&mut admin, &["DEL", "s"]);
+    ok(&mut admin, &["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"]);
+    let reader = start(&srv);
+    wait_blocked(&mut admin, 1);
+    ok(&mut admin, &["PEXPIRE", "s", "30"]);
+    thread::sleep(Duration::from_millis(60));
+    ok(&mut admin, &["EXISTS", "s"]);
+    let reply = reader.join().unwrap();
+    assert!(reply.contains("no longer exists"), "expired: {reply}");
+
     // A plain reader keeps waiting when the key goes, and is served by the
     // stream created next.
     ok(&mut admin, &["DEL", "s"]);

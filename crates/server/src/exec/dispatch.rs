@@ -463,6 +463,8 @@ fn collect_effects(ctx: &mut Ctx<'_>, cmd: CmdRef, args: Args<'_>, dirty_before:
         };
         for (db, key) in expired {
             ctx.session.aof_unit.push_command(db, &[name, &key]);
+            // A stream gone with its groups releases its group readers.
+            crate::exec::blocking::mark_ready(ctx.server, &mut ctx.ready, db, &key);
         }
     }
     match ctx.effects.take() {
