@@ -71,14 +71,14 @@ fn damage_names_offset_key_and_cause() {
     // The type byte of "foo" becomes an unknown type.
     let pos = good.windows(4).position(|w| w == b"\x03foo").unwrap() - 1;
     let mut bad = good.clone();
-    bad[pos] = 21;
+    bad[pos] = 30;
     let p = write("type.rdb", &bad);
     let (code, out) = check(&[p.to_str().unwrap()]);
     std::fs::remove_file(&p).unwrap();
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("RDB ERROR DETECTED"), "{out}");
     assert!(
-        out.contains(&format!("[offset {}] unknown RDB type 21", pos + 5)),
+        out.contains(&format!("[offset {}] unknown RDB type 30", pos + 5)),
         "{out}"
     );
     assert!(out.contains("Reading key 'foo'"), "{out}");

@@ -15,7 +15,7 @@ use super::{
     bound, count_arg, id_text, int_or, no_group, read_stream, reply_entry, reply_id, strict_id,
     strict_ids, write_stream, Ctx, WrongType,
 };
-use super::{now, CommandSpec, DENYOOM, LOADING, STALE, WRITE};
+use super::{now_i64, CommandSpec, DENYOOM, LOADING, STALE, WRITE};
 use crate::cmd::shared::{reply_help, subcommand_syntax_error};
 use crate::cmd::{container, errors, is, spec, KeySpec};
 
@@ -88,11 +88,6 @@ pub(super) fn setid_effect(key: &[u8], group: &[u8], g: &Group) -> Vec<Vec<u8>> 
         b"ENTRIESREAD".to_vec(),
         itoa::Buffer::new().format(read).as_bytes().to_vec(),
     ]
-}
-
-/// The clock as delivery and seen times are kept.
-fn now_i64() -> i64 {
-    i64::try_from(now()).unwrap_or(i64::MAX)
 }
 
 /// XGROUP HELP.

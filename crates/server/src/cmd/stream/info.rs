@@ -4,7 +4,7 @@
 use vireo_resp::{Args, ReplyBuf};
 use vireo_store::stream::{Group, Stream, StreamId};
 
-use super::{now, read_stream, reply_entry, reply_id, reply_range, Ctx, WrongType};
+use super::{now_i64, read_stream, reply_entry, reply_id, reply_range, Ctx, WrongType};
 use super::{CommandSpec, LOADING, READONLY, STALE};
 use crate::cmd::shared::{reply_help, subcommand_syntax_error};
 use crate::cmd::{container, errors, is, spec, KeySpec};
@@ -112,7 +112,7 @@ fn xinfo(ctx: &mut Ctx<'_>, args: Args<'_>) {
 
 /// XINFO CONSUMERS: name, pending count and idle time of each consumer.
 fn consumers(out: &mut ReplyBuf, g: &Group) {
-    let now = now() as i64;
+    let now = now_i64();
     out.array(g.consumer_count());
     for (name, c) in g.consumers() {
         out.map(3);

@@ -88,9 +88,15 @@ fn node_limits(ctx: &Ctx<'_>) -> NodeLimits {
     ctx.server.config.hot.stream_node_limits()
 }
 
-/// Unix time in milliseconds, the clock of IDs and delivery times.
+/// Unix time in milliseconds, the clock of generated IDs.
 fn now() -> u64 {
     vireo_store::clock::now_ms()
+}
+
+/// [`now`] as delivery and seen times are kept (signed, as Redis's
+/// `mstime_t`).
+fn now_i64() -> i64 {
+    i64::try_from(now()).unwrap_or(i64::MAX)
 }
 
 /// The `ms-seq` text of an ID.
@@ -147,14 +153,14 @@ fn fail<T>(ctx: &mut Ctx<'_>, e: StreamError) -> Option<T> {
 /// Parses a strict ID argument (no `-`/`+`), replying the error.
 fn strict_id(ctx: &mut Ctx<'_>, arg: &[u8]) -> Option<StreamId> {
     StreamId::parse_strict(arg, 0)
-        .or_else(|e| fail(ctx, e).ok_or(()))
+        .map_err(|e| ctx.out.error(e.message()))
         .ok()
 }
 
 /// Parses a range bound, replying the error.
 fn bound(ctx: &mut Ctx<'_>, arg: &[u8], kind: BoundKind) -> Option<StreamId> {
     parse_range_bound(arg, kind)
-        .or_else(|e| fail(ctx, e).ok_or(()))
+        .map_err(|e| ctx.out.error(e.message()))
         .ok()
 }
 

@@ -21,7 +21,7 @@ use vireo_resp::{Args, Protocol, ReplyBuf};
 use vireo_store::stream::{Stream, StreamId};
 use vireo_store::{Key, Keys, Value};
 
-use super::{no_group, reply_entry, reply_range, Ctx, WrongType};
+use super::{no_group, now_i64, reply_entry, reply_range, Ctx, WrongType};
 use super::{read_stream, spec, write_stream, CommandSpec, BLOCKING, READONLY, WRITE};
 use crate::cmd::{errors, is, KeySpec};
 use crate::exec::blocking::{self, BlockedOp, Served, Waiter};
@@ -380,11 +380,6 @@ fn read_new(
     } else if before != Some(gr.last_id) {
         effects.push(super::group::setid_effect(key, &g.group, gr));
     }
-}
-
-/// The clock as delivery and seen times are kept.
-fn now_i64() -> i64 {
-    i64::try_from(super::now()).unwrap_or(i64::MAX)
 }
 
 /// Registers the client as waiting on the streams.
