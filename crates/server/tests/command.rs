@@ -265,6 +265,8 @@ fn only_commands_with_movable_keys_say_so() {
         "blmpop",
         "zmpop",
         "bzmpop",
+        "xread",
+        "xreadgroup",
     ];
     let Value::Array(all) = ok(&mut con, &["COMMAND"]) else {
         panic!()
