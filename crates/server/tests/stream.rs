@@ -233,7 +233,15 @@ fn full_unseen(con: &mut redis::Connection, key: &str) -> Value {
 
 /// What the servers of the persistence test run with: the node size
 /// [`build`] sets, so that replayed XADDs cut nodes where the originals did.
-const NODES: [&str; 4] = ["--appendonly", "yes", "--stream-node-max-entries", "10"];
+/// Every write reaches the log before its reply (the servers are killed).
+const NODES: [&str; 6] = [
+    "--stream-node-max-entries",
+    "10",
+    "--appendonly",
+    "yes",
+    "--appendfsync",
+    "always",
+];
 
 /// A stream with generated IDs, deletions, trimming, groups, consumers
 /// with and without pending entries, and a NOACK reader.
@@ -343,7 +351,7 @@ fn streams_survive_aof_replay_rewrite_and_rdb_reload() {
     let exact = full(&mut con, "s");
     ok(&mut con, &["SAVE"]);
     let dir = srv.kill_keep_dir();
-    let srv = Server::start_in(dir, &NODES[2..]);
+    let srv = Server::start_in(dir, &NODES[..2]);
     let mut con = srv.conn();
     assert_eq!(full(&mut con, "s"), exact);
     assert_eq!(full(&mut con, "empty"), before.1);
