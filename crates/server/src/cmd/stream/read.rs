@@ -13,6 +13,11 @@
 //! Redis logs it, an `XCLAIM … FORCE JUSTID LASTID` per entry handed out
 //! (or `XGROUP SETID … ENTRIESREAD` with NOACK), plus `XGROUP
 //! CREATECONSUMER` when NOACK created the consumer.
+//!
+//! Not yet done: Redis refuses BLOCK inside scripts ("XREAD command is not
+//! allowed with BLOCK option from scripts"); the server has no scripting
+//! yet, and the check belongs at the top of `read_command` once `Ctx` says
+//! a script is running.
 
 use std::sync::Arc;
 
