@@ -486,6 +486,8 @@ pub struct HotConfig {
     pub zset_max_listpack_value: AtomicU64,
     /// `hll-sparse-max-bytes`, read by every PFADD and PFMERGE.
     pub hll_sparse_max_bytes: AtomicU64,
+    pub stream_node_max_bytes: AtomicU64,
+    pub stream_node_max_entries: AtomicU64,
 }
 
 /// A size threshold as usize (saturating on 32-bit targets).
@@ -512,6 +514,14 @@ impl HotConfig {
         vireo_store::zset::Limits {
             max_entries: threshold(&self.zset_max_listpack_entries),
             max_value: threshold(&self.zset_max_listpack_value),
+        }
+    }
+
+    /// `stream-node-max-bytes|entries`.
+    pub fn stream_node_limits(&self) -> vireo_store::stream::NodeLimits {
+        vireo_store::stream::NodeLimits {
+            max_bytes: self.stream_node_max_bytes.load(Ordering::Relaxed),
+            max_entries: self.stream_node_max_entries.load(Ordering::Relaxed),
         }
     }
 }
@@ -955,6 +965,10 @@ impl Config {
             .store(u("zset-max-listpack-value"), Ordering::Relaxed);
         h.hll_sparse_max_bytes
             .store(u("hll-sparse-max-bytes"), Ordering::Relaxed);
+        h.stream_node_max_bytes
+            .store(u("stream-node-max-bytes"), Ordering::Relaxed);
+        h.stream_node_max_entries
+            .store(u("stream-node-max-entries"), Ordering::Relaxed);
         let limits = self.raw("client-output-buffer-limit");
         let words: Vec<&str> = limits.split(' ').collect();
         for c in words.chunks(4).filter(|c| c.len() == 4) {

@@ -267,6 +267,8 @@ fn only_commands_with_movable_keys_say_so() {
         "bzmpop",
         "georadius",
         "georadiusbymember",
+        "xread",
+        "xreadgroup",
     ];
     let Value::Array(all) = ok(&mut con, &["COMMAND"]) else {
         panic!()

@@ -754,6 +754,12 @@ impl<'a> Keys<'a> {
         }
     }
 
+    /// The keys this view deleted on expiry and not yet taken, as (db, key),
+    /// oldest first.
+    pub fn expired(&self) -> &[(usize, Key)] {
+        &self.expired
+    }
+
     /// Takes the list of keys this view deleted on expiry since the last
     /// call, as (db, key), oldest first.
     pub fn take_expired(&mut self) -> Vec<(usize, Key)> {

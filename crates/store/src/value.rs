@@ -22,6 +22,8 @@ pub enum Value {
     Set(crate::set::Set),
     /// A sorted set (`listpack` or `skiplist`).
     ZSet(crate::zset::ZSet),
+    /// A stream (boxed: it is larger than the other variants).
+    Stream(Box<crate::stream::Stream>),
 }
 
 impl Value {
@@ -33,6 +35,7 @@ impl Value {
             Value::Hash(v) => ValueRef::Hash(v),
             Value::Set(v) => ValueRef::Set(v),
             Value::ZSet(v) => ValueRef::ZSet(v),
+            Value::Stream(v) => ValueRef::Stream(v),
         }
     }
 
@@ -74,6 +77,8 @@ pub enum ValueRef<'a> {
     Set(&'a crate::set::Set),
     /// A sorted set.
     ZSet(&'a crate::zset::ZSet),
+    /// A stream.
+    Stream(&'a crate::stream::Stream),
 }
 
 impl ValueRef<'_> {
@@ -85,6 +90,7 @@ impl ValueRef<'_> {
             ValueRef::Hash(_) => "hash",
             ValueRef::Set(_) => "set",
             ValueRef::ZSet(_) => "zset",
+            ValueRef::Stream(_) => "stream",
         }
     }
 
@@ -96,6 +102,7 @@ impl ValueRef<'_> {
             ValueRef::Hash(v) => v.encoding_name(),
             ValueRef::Set(v) => v.encoding_name(),
             ValueRef::ZSet(v) => v.encoding_name(),
+            ValueRef::Stream(v) => v.encoding_name(),
         }
     }
 
@@ -111,6 +118,7 @@ impl ValueRef<'_> {
             ValueRef::Set(v) if v.encoding_name() == "hashtable" => v.len(),
             ValueRef::ZSet(v) if v.encoding_name() == "skiplist" => v.len(),
             ValueRef::Hash(_) | ValueRef::Set(_) | ValueRef::ZSet(_) => 1,
+            ValueRef::Stream(v) => v.free_effort(),
         }
     }
 
@@ -123,6 +131,7 @@ impl ValueRef<'_> {
             ValueRef::Hash(v) => v.heap_bytes(),
             ValueRef::Set(v) => v.heap_bytes(),
             ValueRef::ZSet(v) => v.heap_bytes(),
+            ValueRef::Stream(v) => std::mem::size_of::<crate::stream::Stream>() + v.heap_bytes(),
         }
     }
 
@@ -134,6 +143,7 @@ impl ValueRef<'_> {
             ValueRef::Hash(v) => Value::Hash(v.clone()),
             ValueRef::Set(v) => Value::Set(v.clone()),
             ValueRef::ZSet(v) => Value::ZSet(v.clone()),
+            ValueRef::Stream(v) => Value::Stream(Box::new(v.clone())),
         }
     }
 }

@@ -263,6 +263,21 @@ fn type_number(v: ValueRef<'_>) -> u32 {
         ValueRef::Set(_) => 2,
         ValueRef::ZSet(_) => 3,
         ValueRef::Hash(_) => 4,
+        ValueRef::Stream(_) => 6,
+    }
+}
+
+/// Mixes a stream's entries into `digest` as Redis does: each entry's ID
+/// as `ms.seq` (a dot, not a dash), then its fields and values; groups are
+/// not part of the digest.
+fn stream_digest(digest: &mut [u8; 20], s: &vireo_store::stream::Stream) {
+    use vireo_store::stream::StreamId;
+    for e in s.range(StreamId::MIN, StreamId::MAX, false) {
+        mix_digest(digest, format!("{}.{}", e.id.ms, e.id.seq).as_bytes());
+        for (field, value) in e.fields() {
+            mix_digest(digest, field);
+            mix_digest(digest, value);
+        }
     }
 }
 
@@ -314,6 +329,7 @@ fn value_digest(digest: &mut [u8; 20], entry: &Entry) {
                 xor_digest(digest, &element);
             }
         }
+        ValueRef::Stream(s) => stream_digest(digest, s),
     }
     if entry.expire_at().is_some() {
         xor_digest(digest, b"!!expire!!");

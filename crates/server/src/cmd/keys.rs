@@ -351,6 +351,7 @@ fn flushdb(ctx: &mut Ctx<'_>, args: Args<'_>) {
         return;
     };
     let flushed = vec![ctx.keys.flush_db(ctx.db)];
+    crate::exec::blocking::signal_waited(ctx, &[ctx.db]);
     ctx.dirty += free_flushed(ctx, flushed, lazy);
     ctx.out.ok();
 }
@@ -364,6 +365,8 @@ fn flushall(ctx: &mut Ctx<'_>, args: Args<'_>) {
     let flushed = (0..ctx.server.keyspace.databases())
         .map(|db| ctx.keys.flush_db(db))
         .collect();
+    let all: Vec<usize> = (0..ctx.server.keyspace.databases()).collect();
+    crate::exec::blocking::signal_waited(ctx, &all);
     // Redis counts one change more than the keys removed, so that even an
     // empty FLUSHALL counts as a change.
     ctx.dirty += free_flushed(ctx, flushed, lazy) + 1;
@@ -393,7 +396,7 @@ fn swapdb(ctx: &mut Ctx<'_>, args: Args<'_>) {
     }
     if ids[0] != ids[1] {
         ctx.keys.swap_db(ids[0], ids[1]);
-        crate::exec::blocking::signal_existing(ctx, &ids);
+        crate::exec::blocking::signal_waited(ctx, &ids);
     }
     ctx.dirty += 1;
     ctx.out.ok();

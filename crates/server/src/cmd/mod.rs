@@ -28,6 +28,7 @@ pub mod server;
 pub mod set;
 pub mod shared;
 pub mod sort;
+pub mod stream;
 pub mod string;
 pub mod zset;
 
@@ -358,6 +359,7 @@ impl Table {
             server::COMMANDS,
             sort::COMMANDS,
             set::COMMANDS,
+            stream::COMMANDS,
             string::COMMANDS,
             zset::COMMANDS,
         ];
@@ -483,6 +485,25 @@ impl Ctx<'_> {
     pub fn modified(&mut self, key: &[u8]) {
         self.keys.signal_modified(self.db, key);
         self.dirty += 1;
+        if !self.server.blocking.is_empty() && !self.holds_stream(key) {
+            // A stream deleted or overwritten: its group readers must learn
+            // (Redis signals the key from its delete and overwrite paths).
+            self.signal_ready(key);
+        }
+    }
+
+    /// Whether `key` holds a stream, without side effects.
+    fn holds_stream(&mut self, key: &[u8]) -> bool {
+        self.keys
+            .get_read_no_touch(self.db, key)
+            .is_some_and(|e| matches!(e.value(), vireo_store::ValueRef::Stream(_)))
+    }
+
+    /// Logs nothing for the running command but what [`Ctx::propagate`]
+    /// records (Redis's `preventCommandPropagation`: XREADGROUP and XCLAIM
+    /// log their effects only).
+    pub fn prevent_propagation(&mut self) {
+        self.effects.get_or_insert_with(Vec::new);
     }
 
     /// Records that `key` received elements (LPUSH, ZADD, …), so clients

@@ -375,6 +375,10 @@ fn serve_key(
     dirty: &mut u64,
 ) -> bool {
     let reg = &server.blocking;
+    if !keys.contains(db, key) {
+        serve_gone(server, keys, db, key, ready, dirty);
+        return true;
+    }
     let mut skipped = Vec::new();
     while keys.contains(db, key) {
         let Some(w) = reg.next_waiter(&server.keyspace, db, key, &skipped) else {
@@ -387,6 +391,31 @@ fn serve_key(
         }
     }
     true
+}
+
+/// Offers a key that no longer exists to each of its waiters once, in
+/// blocking order: most keep waiting, but a waiter that depends on the key
+/// itself (XREADGROUP's group went with its stream) ends its wait.
+fn serve_gone(
+    server: &Server,
+    keys: &mut Keys<'_>,
+    db: usize,
+    key: &[u8],
+    ready: &mut Vec<(usize, Key)>,
+    dirty: &mut u64,
+) {
+    let waiters: Vec<Arc<Waiter>> = server
+        .blocking
+        .queues_of(&server.keyspace, key)
+        .lock()
+        .get(key)
+        .map(|q| q.iter().filter(|w| w.db == db).cloned().collect())
+        .unwrap_or_default();
+    for w in waiters {
+        if !w.is_claimed() {
+            w.op.serve(server, keys, &w, key, ready, dirty);
+        }
+    }
 }
 
 /// Finishes services [`serve_ready`] could not do under the pusher's
@@ -412,13 +441,14 @@ pub fn serve_deferred(server: &Server, mut pending: Vec<(usize, Key)>) -> u64 {
     dirty
 }
 
-/// After SWAPDB: waited-on keys that exist in the swapped databases become
-/// ready (Redis's `scanDatabaseForReadyKeys`). SWAPDB holds every shard.
-pub fn signal_existing(ctx: &mut Ctx<'_>, dbs: &[usize]) {
+/// After SWAPDB, FLUSHDB or FLUSHALL: every waited-on key of the changed
+/// databases becomes ready, so waiters see what is there now: elements to
+/// serve (Redis's `scanDatabaseForReadyKeys`), or a stream gone from under
+/// a group reader (`scanDatabaseForDeletedStreams`). The caller holds
+/// every shard.
+pub fn signal_waited(ctx: &mut Ctx<'_>, dbs: &[usize]) {
     for (db, key) in ctx.server.blocking.keys_in(dbs) {
-        if ctx.keys.contains(db, &key) {
-            ctx.signal_ready_in(db, &key);
-        }
+        ctx.signal_ready_in(db, &key);
     }
 }
 

@@ -383,6 +383,7 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: CmdRef, args: Args<'_>) {
     }
     let result = catch_unwind(AssertUnwindSafe(|| (spec.handler)(ctx, args)));
     let elapsed_us = command_end_us().saturating_sub(start);
+    signal_expired(ctx);
     // A replayed AOF (DEBUG LOADAOF) is not logged again.
     if server.aof.is_logging() && !ctx.session.replaying {
         collect_effects(ctx, cmd, args, dirty_before);
@@ -445,6 +446,18 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: CmdRef, args: Args<'_>) {
         && !spec.has(flags::ADMIN)
     {
         crate::exec::monitor::feed_monitors(server, ctx.session, ctx.db, args);
+    }
+}
+
+/// Keys the command found expired (and deleted) become ready for the
+/// clients waiting on them: a stream gone with its groups releases its
+/// group readers, as Redis's delete path signals it.
+fn signal_expired(ctx: &mut Ctx<'_>) {
+    if ctx.server.blocking.is_empty() || ctx.keys.expired().is_empty() {
+        return;
+    }
+    for (db, key) in ctx.keys.expired().to_vec() {
+        crate::exec::blocking::mark_ready(ctx.server, &mut ctx.ready, db, &key);
     }
 }
 

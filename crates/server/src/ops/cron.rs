@@ -27,11 +27,20 @@ pub fn run(server: Arc<Server>) {
         {
             // Redis spends at most 25% of each cron period on active expiry.
             let lazy = server.config.lazyfree_lazy_expire();
+            // Expired keys clients wait on: their waiters learn (a group
+            // reader of an expired stream is released, as in Redis).
+            let mut waited = Vec::new();
             server
                 .keyspace
                 .active_expire_cycle(period / 4, &mut |db, key| {
-                    crate::persist::aof::log_deletion(&server, db, key, lazy)
+                    crate::persist::aof::log_deletion(&server, db, key, lazy);
+                    if server.blocking.has_waiters(&server.keyspace, db, key) {
+                        waited.push((db, vireo_store::Key::from(key)));
+                    }
                 });
+            if !waited.is_empty() {
+                crate::exec::blocking::serve_deferred(&server, waited);
+            }
             let threshold = server
                 .config
                 .hot

@@ -129,6 +129,7 @@ fn value_type(value: ValueRef) -> u8 {
         ValueRef::Set(_) => rtype::SET,
         ValueRef::ZSet(z) if z.encoding_name() == "listpack" => rtype::ZSET_LISTPACK,
         ValueRef::ZSet(_) => rtype::ZSET_2,
+        ValueRef::Stream(_) => rtype::STREAM_LISTPACKS_2,
     }
 }
 
@@ -189,6 +190,7 @@ fn write_payload(out: &mut Vec<u8>, ty: u8, value: ValueRef, opts: &EncodeOption
                 out.extend_from_slice(&s.to_le_bytes());
             }
         }
+        ValueRef::Stream(s) => super::stream::write_stream(out, s, compress),
     }
 }
 

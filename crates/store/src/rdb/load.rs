@@ -726,11 +726,7 @@ fn read_value<R: Read>(src: &mut Src<R>, ty: u8, o: &LoadOptions) -> Res<Option<
             Value::List(l)
         }
         rtype::STREAM_LISTPACKS | rtype::STREAM_LISTPACKS_2 | rtype::STREAM_LISTPACKS_3 => {
-            // The keyspace has no stream values yet: `restore_stream_payload`
-            // and `super::stream` read them on their own.
-            return Err(ErrorKind::Unsupported(format!(
-                "stream keys are not supported yet (RDB type {ty})"
-            )));
+            Value::Stream(Box::new(read_stream(src, ty)?))
         }
         rtype::MODULE | rtype::MODULE_2 => {
             return Err(ErrorKind::Unsupported(format!(
@@ -745,6 +741,8 @@ fn read_value<R: Read>(src: &mut Src<R>, ty: u8, o: &LoadOptions) -> Res<Option<
         Value::Hash(h) => h.is_empty(),
         Value::Set(s) => s.is_empty(),
         Value::ZSet(z) => z.is_empty(),
+        // An empty stream is a valid value (XADD ... MAXLEN 0 makes one).
+        Value::Stream(_) => false,
     };
     Ok((!empty).then_some(v))
 }

@@ -69,9 +69,104 @@ pub fn write_entry(out: &mut Vec<u8>, key: &[u8], entry: &Entry) {
                 encode(out, &cmd);
             }
         }
+        ValueRef::Stream(s) => write_stream(out, key, s),
     }
     if let Some(at) = entry.expire_at() {
         encode(out, &[b"PEXPIREAT", key, num.format(at).as_bytes()]);
+    }
+}
+
+/// The commands that rebuild a stream, as Redis's `rewriteStreamObject`
+/// writes them: an XADD per entry (an empty stream is made by adding and
+/// trimming away an entry), XSETID with the last ID, added-entries counter
+/// and largest deleted ID, then per group an XGROUP CREATE with its last ID
+/// and entries-read, and per consumer its pending entries as XCLAIMs (or
+/// an XGROUP CREATECONSUMER when it has none).
+fn write_stream(out: &mut Vec<u8>, key: &[u8], s: &vireo_store::stream::Stream) {
+    use vireo_store::stream::StreamId;
+    let id = |id: StreamId| id.to_string().into_bytes();
+    let num = |n: i64| n.to_string().into_bytes();
+    if s.is_empty() {
+        encode(
+            out,
+            &[&b"XADD"[..], key, b"MAXLEN", b"0", b"0-1", b"x", b"y"],
+        );
+    }
+    for e in s.range(StreamId::MIN, StreamId::MAX, false) {
+        let mut cmd: Vec<&[u8]> = vec![b"XADD", key];
+        let text = id(e.id);
+        cmd.push(&text);
+        for (f, v) in e.fields() {
+            cmd.push(f);
+            cmd.push(v);
+        }
+        encode(out, &cmd);
+    }
+    let (last, added, max_deleted) = (
+        id(s.last_id()),
+        num(s.entries_added() as i64),
+        id(s.max_deleted_id()),
+    );
+    encode(
+        out,
+        &[
+            &b"XSETID"[..],
+            key,
+            &last,
+            b"ENTRIESADDED",
+            &added,
+            b"MAXDELETEDID",
+            &max_deleted,
+        ],
+    );
+    for (name, g) in s.groups() {
+        let (last, read) = (id(g.last_id), num(g.entries_read.map_or(-1, |n| n as i64)));
+        encode(
+            out,
+            &[
+                &b"XGROUP"[..],
+                b"CREATE",
+                key,
+                name,
+                &last,
+                b"ENTRIESREAD",
+                &read,
+            ],
+        );
+        for (consumer, c) in g.consumers() {
+            if c.pending_len() == 0 {
+                encode(
+                    out,
+                    &[&b"XGROUP"[..], b"CREATECONSUMER", key, name, consumer],
+                );
+                continue;
+            }
+            let pending = g.consumer_pending(consumer, StreamId::MIN, StreamId::MAX);
+            for (pid, nack) in pending.into_iter().flatten() {
+                let (pid, time, count) = (
+                    id(pid),
+                    num(nack.delivery_time),
+                    num(nack.delivery_count as i64),
+                );
+                encode(
+                    out,
+                    &[
+                        &b"XCLAIM"[..],
+                        key,
+                        name,
+                        consumer,
+                        b"0",
+                        &pid,
+                        b"TIME",
+                        &time,
+                        b"RETRYCOUNT",
+                        &count,
+                        b"JUSTID",
+                        b"FORCE",
+                    ],
+                );
+            }
+        }
     }
 }
 
