@@ -191,6 +191,8 @@ pub struct Server {
     pub evictor: crate::memory::evict::Evictor,
     /// `maxmemory-clients` eviction state.
     pub client_eviction: crate::memory::client_evict::ClientEviction,
+    /// Pub/Sub channels and patterns.
+    pub pubsub: crate::exec::pubsub::PubSub,
 }
 
 impl Server {
@@ -226,6 +228,7 @@ impl Server {
             lazyfree: lazyfree.clone(),
             evictor: crate::memory::evict::Evictor::default(),
             client_eviction: Default::default(),
+            pubsub: Default::default(),
         };
         server
             .keyspace

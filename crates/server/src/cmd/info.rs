@@ -445,10 +445,10 @@ fn stats_section(server: &Server, w: &mut Lines<'_>) {
     );
     w.kv("keyspace_hits", ks.keyspace_hits);
     w.kv("keyspace_misses", ks.keyspace_misses);
+    w.kv("pubsub_channels", server.pubsub.channel_count());
+    w.kv("pubsub_patterns", server.pubsub.pattern_count());
+    w.kv("pubsubshard_channels", server.pubsub.shard_channel_count());
     w.zeros(&[
-        "pubsub_channels",
-        "pubsub_patterns",
-        "pubsubshard_channels",
         "latest_fork_usec",
         "total_forks",
         "migrate_cached_sockets",

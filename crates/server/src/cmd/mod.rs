@@ -21,6 +21,7 @@ pub mod info;
 pub mod keys;
 pub mod list;
 pub mod multi;
+pub mod pubsub;
 pub mod server;
 pub mod set;
 pub mod shared;
@@ -346,6 +347,7 @@ impl Table {
             keys::COMMANDS,
             list::COMMANDS,
             multi::COMMANDS,
+            pubsub::COMMANDS,
             server::COMMANDS,
             sort::COMMANDS,
             set::COMMANDS,

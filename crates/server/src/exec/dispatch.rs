@@ -83,6 +83,12 @@ pub fn run(
         reject(server, session, out, Some(cmd), &msg);
         return Outcome::Done;
     }
+    if session.subs.active() && out.protocol() == vireo_resp::Protocol::Resp2 {
+        if let Some(msg) = crate::exec::pubsub::subscribed_mode_rejection(spec) {
+            reject(server, session, out, Some(cmd), &msg);
+            return Outcome::Done;
+        }
+    }
     if session.in_multi()
         && !matches!(
             spec.name,
@@ -172,6 +178,7 @@ pub fn run(
         }
         ReplyMode::On | ReplyMode::SkipNext => {}
     }
+    crate::exec::pubsub::restore_held_pushes(session, out);
     Outcome::Done
 }
 
@@ -562,8 +569,9 @@ fn slowlog_maybe_push(server: &Server, session: &Session, args: Args<'_>, us: u6
 }
 
 /// Cleans up after a client disconnects: WATCH registrations, MONITOR, a
-/// wait for keys.
+/// wait for keys, subscriptions.
 pub fn on_disconnect(server: &Server, session: &mut Session) {
+    crate::exec::pubsub::forget_client(server, session);
     crate::exec::blocking::abandon(server, session);
     crate::exec::multi::unwatch_all(server, session);
     crate::exec::monitor::stop_monitor(server, session);

@@ -6,3 +6,4 @@ pub mod blocking;
 pub mod dispatch;
 pub mod monitor;
 pub mod multi;
+pub mod pubsub;
