@@ -3,6 +3,7 @@
 //! RANDOMKEY, RENAME, RENAMENX, MOVE, COPY, TOUCH, DBSIZE, FLUSHDB,
 //! FLUSHALL, SWAPDB and OBJECT.
 
+use crate::exec::notify::class as ev;
 use vireo_resp::number::parse_i64;
 use vireo_resp::{Args, ReplyBuf};
 use vireo_store::glob::glob_match;
@@ -115,6 +116,7 @@ fn delete_keys(ctx: &mut Ctx<'_>, args: Args<'_>, lazy: bool) {
                 ctx.server.lazyfree.free_value(entry.into_value(), |_| 0);
             }
             ctx.modified(key);
+            ctx.notify(ev::GENERIC, "del", key);
             deleted += 1;
         }
     }
@@ -236,6 +238,8 @@ fn rename_generic(ctx: &mut Ctx<'_>, args: Args<'_>, nx: bool) {
     // One change for both keys, as Redis counts it.
     ctx.keys.signal_modified(ctx.db, src);
     ctx.modified(dst);
+    ctx.notify(ev::GENERIC, "rename_from", src);
+    ctx.notify(ev::GENERIC, "rename_to", dst);
     ctx.signal_ready(dst);
     done(ctx.out, true);
 }
@@ -255,6 +259,8 @@ fn move_cmd(ctx: &mut Ctx<'_>, args: Args<'_>) {
     }
     ctx.keys.signal_modified(dst, key);
     ctx.modified(key);
+    ctx.notify(ev::GENERIC, "move_from", key);
+    ctx.notify_in(dst, ev::GENERIC, "move_to", key);
     ctx.signal_ready_in(dst, key);
     ctx.out.int(1);
 }
@@ -298,6 +304,7 @@ fn copy(ctx: &mut Ctx<'_>, args: Args<'_>) {
     }
     ctx.keys.set_entry(dst_db, dst, copied);
     modified_in(ctx, dst_db, dst);
+    ctx.notify_in(dst_db, ev::GENERIC, "copy_to", dst);
     ctx.signal_ready_in(dst_db, dst);
     ctx.out.int(1);
 }

@@ -468,6 +468,9 @@ pub struct Ctx<'a> {
     /// (Redis's `rewriteClientCommandVector` / `alsoPropagate`): filled by
     /// [`Ctx::propagate`], None for "as executed".
     pub effects: Option<Vec<crate::persist::aof::Op>>,
+    /// How many of the keys `keys` found expired were announced (keyspace
+    /// notifications, tracking), see [`crate::exec::notify::flush_pending`].
+    pub expired_announced: usize,
 }
 
 impl Ctx<'_> {
@@ -476,6 +479,23 @@ impl Ctx<'_> {
     pub fn modified(&mut self, key: &[u8]) {
         self.keys.signal_modified(self.db, key);
         self.dirty += 1;
+    }
+
+    /// Publishes keyspace event `event` of class `class` (bits of
+    /// [`crate::exec::notify::class`]) for `key` of the current database,
+    /// as Redis's `notifyKeyspaceEvent`. With the class off it costs one
+    /// relaxed load.
+    #[inline]
+    pub fn notify(&mut self, class: u32, event: &str, key: &[u8]) {
+        self.notify_in(self.db, class, event, key);
+    }
+
+    /// [`Ctx::notify`] for a key of database `db` (MOVE, COPY … DB).
+    #[inline]
+    pub fn notify_in(&mut self, db: usize, class: u32, event: &str, key: &[u8]) {
+        if crate::exec::notify::flags(self.server) & class != 0 {
+            crate::exec::notify::command_event(self, class, event, db, key);
+        }
     }
 
     /// Records that `key` received elements (LPUSH, ZADD, …), so clients

@@ -124,6 +124,9 @@ pub fn run(
     let mut keys = lock_for(server, session, cmd, args);
     // CLIENT NO-TOUCH: this client's lookups leave access times alone.
     keys.set_no_touch(session.no_touch);
+    if crate::exec::notify::flags(server) & crate::exec::notify::class::NEW != 0 {
+        keys.record_created();
+    }
     let replaying = session.replaying;
     let mut ctx = Ctx {
         server,
@@ -136,6 +139,7 @@ pub fn run(
         // The AOF's fake client never waits (Redis asserts it cannot).
         deny_blocking: replaying,
         effects: None,
+        expired_announced: 0,
     };
     if ctx.session.reply_mode == ReplyMode::SkipNext {
         ctx.session.reply_mode = ReplyMode::Skipping;
@@ -390,8 +394,12 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: CmdRef, args: Args<'_>) {
     }
     let result = catch_unwind(AssertUnwindSafe(|| (spec.handler)(ctx, args)));
     let elapsed_us = command_end_us().saturating_sub(start);
+    if crate::exec::notify::flags(server) != 0 {
+        crate::exec::notify::flush_pending(ctx);
+    }
     if server.aof.is_logging() {
         collect_effects(ctx, cmd, args, dirty_before);
+        ctx.expired_announced = 0;
     }
     if result.is_err() {
         tracing::error!(

@@ -6,4 +6,5 @@ pub mod blocking;
 pub mod dispatch;
 pub mod monitor;
 pub mod multi;
+pub mod notify;
 pub mod pubsub;

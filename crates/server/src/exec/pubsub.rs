@@ -482,13 +482,13 @@ pub fn forget_client(server: &Server, session: &mut Session) {
 /// Gathers receivers per worker and sends each worker one message per
 /// encoded push; the publishing client's own copy goes straight to its
 /// output.
-struct Fanout<'s, 'l> {
+struct Fanout<'s, 'l, 'c> {
     server: &'s Server,
-    local: Option<&'l mut Local<'l>>,
+    local: Option<&'l mut Local<'c>>,
     by_worker: Vec<Vec<u64>>,
 }
 
-impl Fanout<'_, '_> {
+impl Fanout<'_, '_, '_> {
     /// Delivers `encoded` to `subs`; returns how many received it.
     fn deliver(&mut self, subs: &[Subscriber], encoded: &Arc<[u8]>) -> usize {
         let own = self.local.as_ref().map(|l| l.session.id);
@@ -523,9 +523,9 @@ impl Fanout<'_, '_> {
 /// them (a client once per channel subscription and once per matching
 /// pattern). `local` is the publishing connection, which gets its own copy
 /// before its reply.
-pub fn publish<'l>(
+pub fn publish(
     server: &Server,
-    local: Option<&'l mut Local<'l>>,
+    local: Option<&mut Local<'_>>,
     kind: Kind,
     channel: &[u8],
     message: &[u8],

@@ -26,7 +26,8 @@ pub fn run(server: Arc<Server>) {
             server
                 .keyspace
                 .active_expire_cycle(period / 4, &mut |db, key| {
-                    crate::persist::aof::log_deletion(&server, db, key, lazy)
+                    crate::persist::aof::log_deletion(&server, db, key, lazy);
+                    crate::exec::notify::key_gone(&server, "expired", db, key);
                 });
             let threshold = server
                 .config
