@@ -456,6 +456,8 @@ pub struct HotConfig {
     pub latency_monitor_threshold: AtomicU64,
     /// `latency-tracking`: per-command latency histograms are recorded.
     pub latency_tracking: AtomicBool,
+    /// `tracking-table-max-keys` (0: no limit).
+    pub tracking_table_max_keys: AtomicU64,
     /// `notify-keyspace-events` as class bits ([`crate::exec::notify::class`]).
     pub notify_keyspace_events: AtomicU32,
     /// Not a Redis parameter (Redis toggles it with DEBUG); on by default.
@@ -883,6 +885,8 @@ impl Config {
             .store(u("latency-monitor-threshold"), Ordering::Relaxed);
         h.latency_tracking
             .store(self.flag("latency-tracking"), Ordering::Relaxed);
+        h.tracking_table_max_keys
+            .store(u("tracking-table-max-keys"), Ordering::Relaxed);
         let events = crate::exec::notify::parse(&self.raw("notify-keyspace-events"));
         h.notify_keyspace_events
             .store(events.unwrap_or(0), Ordering::Relaxed);

@@ -193,6 +193,8 @@ pub struct Server {
     pub client_eviction: crate::memory::client_evict::ClientEviction,
     /// Pub/Sub channels and patterns.
     pub pubsub: crate::exec::pubsub::PubSub,
+    /// CLIENT TRACKING's invalidation table and prefixes.
+    pub tracking: crate::exec::tracking::Tracking,
 }
 
 impl Server {
@@ -229,6 +231,7 @@ impl Server {
             evictor: crate::memory::evict::Evictor::default(),
             client_eviction: Default::default(),
             pubsub: Default::default(),
+            tracking: Default::default(),
         };
         server
             .keyspace

@@ -95,6 +95,7 @@ fn reset(ctx: &mut Ctx<'_>, _args: Args<'_>) {
     crate::exec::multi::reset(&mut ctx.keys, ctx.session);
     crate::exec::monitor::stop_monitor(ctx.server, ctx.session);
     crate::exec::pubsub::forget_client(ctx.server, ctx.session);
+    crate::exec::tracking::disable(ctx.server, ctx.session);
     let s = &mut *ctx.session;
     s.db = 0;
     ctx.db = 0;
@@ -114,6 +115,7 @@ fn set_protocol(ctx: &mut Ctx<'_>, p: Protocol) {
     ctx.out.set_protocol(p);
     let v = if p == Protocol::Resp3 { 3 } else { 2 };
     ctx.session.shared.resp.store(v, Ordering::Relaxed);
+    crate::exec::tracking::protocol_changed(ctx.server, ctx.session, v == 3);
 }
 
 /// Checks a password for the `default` user (the only user until ACLs).

@@ -216,7 +216,7 @@ fn clients_section(server: &Server, w: &mut Lines<'_>) {
         .filter(|c| c.flags.load(Ordering::Relaxed) & cflags::BLOCKED != 0)
         .count();
     w.kv("blocked_clients", blocked);
-    w.kv("tracking_clients", 0);
+    w.kv("tracking_clients", server.tracking.client_count());
     w.kv("clients_in_timeout_table", server.blocking.with_deadline());
 }
 
@@ -459,11 +459,11 @@ fn stats_section(server: &Server, w: &mut Lines<'_>) {
         "active_defrag_key_misses",
         "total_active_defrag_time",
         "current_active_defrag_time",
-        "tracking_total_keys",
-        "tracking_total_items",
-        "tracking_total_prefixes",
-        "unexpected_error_replies",
     ]);
+    w.kv("tracking_total_keys", server.tracking.key_count());
+    w.kv("tracking_total_items", server.tracking.item_count());
+    w.kv("tracking_total_prefixes", server.tracking.prefix_count());
+    w.zeros(&["unexpected_error_replies"]);
     w.kv(
         "total_error_replies",
         st.total_error_replies.load(Ordering::Relaxed),

@@ -73,6 +73,7 @@ const INT32_RANGE: &str =
 fn modified_in(ctx: &mut Ctx<'_>, db: usize, key: &[u8]) {
     ctx.keys.signal_modified(db, key);
     ctx.dirty += 1;
+    ctx.invalidate(key);
 }
 
 /// Parses a 32-bit integer argument as Redis's `getIntFromObject`: None for
@@ -237,6 +238,7 @@ fn rename_generic(ctx: &mut Ctx<'_>, args: Args<'_>, nx: bool) {
     ctx.keys.set_entry(ctx.db, dst, entry);
     // One change for both keys, as Redis counts it.
     ctx.keys.signal_modified(ctx.db, src);
+    ctx.invalidate(src);
     ctx.modified(dst);
     ctx.notify(ev::GENERIC, "rename_from", src);
     ctx.notify(ev::GENERIC, "rename_to", dst);
@@ -359,7 +361,19 @@ fn flushdb(ctx: &mut Ctx<'_>, args: Args<'_>) {
     };
     let flushed = vec![ctx.keys.flush_db(ctx.db)];
     ctx.dirty += free_flushed(ctx, flushed, lazy);
+    invalidate_all(ctx);
     ctx.out.ok();
+}
+
+/// Tells every tracking client that everything changed (a flush).
+fn invalidate_all(ctx: &mut Ctx<'_>) {
+    if crate::exec::tracking::active(ctx.server) {
+        let mut local = crate::exec::pubsub::Local {
+            session: ctx.session,
+            out: ctx.out,
+        };
+        crate::exec::tracking::invalidate_all(ctx.server, &mut local);
+    }
 }
 
 /// FLUSHALL [ASYNC|SYNC]: deletes every key of every database.
@@ -375,6 +389,7 @@ fn flushall(ctx: &mut Ctx<'_>, args: Args<'_>) {
     // empty FLUSHALL counts as a change.
     ctx.dirty += free_flushed(ctx, flushed, lazy) + 1;
     crate::persist::rdb::save_after_flushall(ctx.server, ctx.dirty);
+    invalidate_all(ctx);
     ctx.out.ok();
 }
 

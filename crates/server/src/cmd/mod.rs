@@ -479,6 +479,20 @@ impl Ctx<'_> {
     pub fn modified(&mut self, key: &[u8]) {
         self.keys.signal_modified(self.db, key);
         self.dirty += 1;
+        self.invalidate(key);
+    }
+
+    /// Tells clients tracking `key` (CLIENT TRACKING) that it changed; part
+    /// of [`Ctx::modified`], for the writes that count their changes apart.
+    #[inline]
+    pub fn invalidate(&mut self, key: &[u8]) {
+        if crate::exec::tracking::active(self.server) {
+            let mut local = crate::exec::pubsub::Local {
+                session: self.session,
+                out: self.out,
+            };
+            crate::exec::tracking::invalidate_key(self.server, Some(&mut local), key);
+        }
     }
 
     /// Publishes keyspace event `event` of class `class` (bits of

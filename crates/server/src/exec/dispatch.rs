@@ -183,6 +183,11 @@ pub fn run(
         ReplyMode::On | ReplyMode::SkipNext => {}
     }
     crate::exec::pubsub::restore_held_pushes(session, out);
+    crate::exec::tracking::command_done(session, spec.name);
+    if crate::exec::tracking::active(server) {
+        let mut local = crate::exec::pubsub::Local { session, out };
+        crate::exec::tracking::after_command(server, &mut local);
+    }
     Outcome::Done
 }
 
@@ -394,8 +399,15 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: CmdRef, args: Args<'_>) {
     }
     let result = catch_unwind(AssertUnwindSafe(|| (spec.handler)(ctx, args)));
     let elapsed_us = command_end_us().saturating_sub(start);
-    if crate::exec::notify::flags(server) != 0 {
+    if crate::exec::notify::flags(server) != 0 || crate::exec::tracking::active(server) {
         crate::exec::notify::flush_pending(ctx);
+        if spec.has(flags::READONLY) && !spec.has(flags::PUBSUB) {
+            let keys = spec
+                .reported_keys(args)
+                .into_iter()
+                .map(|i| args.get(i).into());
+            crate::exec::tracking::remember_keys(server, ctx.session, keys);
+        }
     }
     if server.aof.is_logging() {
         collect_effects(ctx, cmd, args, dirty_before);
@@ -580,6 +592,7 @@ fn slowlog_maybe_push(server: &Server, session: &Session, args: Args<'_>, us: u6
 /// wait for keys, subscriptions.
 pub fn on_disconnect(server: &Server, session: &mut Session) {
     crate::exec::pubsub::forget_client(server, session);
+    crate::exec::tracking::disable(server, session);
     crate::exec::blocking::abandon(server, session);
     crate::exec::multi::unwatch_all(server, session);
     crate::exec::monitor::stop_monitor(server, session);

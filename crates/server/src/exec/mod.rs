@@ -8,3 +8,4 @@ pub mod monitor;
 pub mod multi;
 pub mod notify;
 pub mod pubsub;
+pub mod tracking;

@@ -141,8 +141,10 @@ pub fn publish_event(
 
 /// A key deleted outside any command: `expired` by active expiry or
 /// `evicted` by `maxmemory`. Called under the key's shard lock, so the
-/// event is published in the order of the keyspace's changes.
+/// event is published in the order of the keyspace's changes; clients
+/// tracking the key are told too.
 pub fn key_gone(server: &Server, event: &str, db: usize, key: &[u8]) {
+    crate::exec::tracking::invalidate_key(server, None, key);
     let class = if event == "evicted" {
         class::EVICTED
     } else {
@@ -154,7 +156,8 @@ pub fn key_gone(server: &Server, event: &str, db: usize, key: &[u8]) {
 /// Publishes the events a command's keyspace view has pending: `expired`
 /// for keys it found expired (not yet announced), and `new` for the keys
 /// it created. Called before each of the command's own events and when it
-/// ends, so they come in Redis's order.
+/// ends, so they come in Redis's order. Expired keys are also invalidated
+/// for tracking clients.
 pub fn flush_pending(ctx: &mut Ctx<'_>) {
     let server = ctx.server;
     let expired = ctx.keys.expired_since(ctx.expired_announced);
@@ -166,6 +169,7 @@ pub fn flush_pending(ctx: &mut Ctx<'_>) {
                 out: ctx.out,
             };
             publish_event(server, Some(&mut l), class::EXPIRED, "expired", db, &key);
+            crate::exec::tracking::invalidate_key(server, Some(&mut l), &key);
         }
     }
     for (db, key) in ctx.keys.take_created() {

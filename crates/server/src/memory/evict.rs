@@ -208,6 +208,7 @@ fn evict_until_under(server: &Server, mut used: u64, limit: u64) -> EvictResult 
         }
         used = used_for_eviction(server);
     }
+    crate::exec::tracking::broadcast(server, None);
     EvictResult::Ok
 }
 

@@ -86,6 +86,8 @@ pub struct Session {
     /// Pushes written while CLIENT REPLY drops replies, put back after the
     /// command (see [`crate::exec::pubsub::Local::push`]).
     pub held_pushes: Vec<u8>,
+    /// CLIENT TRACKING state.
+    pub tracking: crate::exec::tracking::ClientTracking,
 }
 
 impl Session {
@@ -112,6 +114,7 @@ impl Session {
             replaying: false,
             subs: Default::default(),
             held_pushes: Vec::new(),
+            tracking: Default::default(),
         }
     }
 

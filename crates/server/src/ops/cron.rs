@@ -29,6 +29,7 @@ pub fn run(server: Arc<Server>) {
                     crate::persist::aof::log_deletion(&server, db, key, lazy);
                     crate::exec::notify::key_gone(&server, "expired", db, key);
                 });
+            crate::exec::tracking::broadcast(&server, None);
             let threshold = server
                 .config
                 .hot
