@@ -547,7 +547,7 @@ impl BlockedOp for Op {
                 match pop_into(keys, db, key, *pop, &mut out) {
                     Ok(Some(n)) => {
                         feed_served(server, db, &pop_effect(*pop, key, n));
-                        changed(keys, db, key, dirty, server);
+                        changed(keys, db, key, dirty);
                         let (class, event) = pop_event(*pop);
                         served_events(server, keys, db, key, &[(class, event, key)]);
                     }
@@ -576,8 +576,8 @@ impl BlockedOp for Op {
                     Ok(Some(v)) => {
                         out.bulk(&v);
                         feed_served(server, db, &move_effect(key, dst, *from, *to));
-                        changed(keys, db, key, dirty, server);
-                        changed(keys, db, dst, dirty, server);
+                        changed(keys, db, key, dirty);
+                        changed(keys, db, dst, dirty);
                         let events = [
                             (ev::LIST, end_event(*to, "lpush", "rpush"), &dst[..]),
                             (ev::LIST, end_event(*from, "lpop", "rpop"), key),
@@ -590,6 +590,12 @@ impl BlockedOp for Op {
             }
         }
         blocking::deliver(server, w, out.as_bytes().to_vec(), false);
+        // Tracking clients hear of the change after the served reply, as
+        // Redis sends the served client's own invalidation after it.
+        crate::exec::tracking::invalidate_key(server, None, key);
+        if let Op::Move { dst, .. } = self {
+            crate::exec::tracking::invalidate_key(server, None, dst);
+        }
         Served::Done
     }
 }
@@ -630,10 +636,9 @@ fn served_events(
 
 /// Records a write made while serving a waiter: WATCHers of the key are
 /// told, and the change is counted.
-fn changed(keys: &mut Keys<'_>, db: usize, key: &[u8], dirty: &mut u64, server: &Server) {
+fn changed(keys: &mut Keys<'_>, db: usize, key: &[u8], dirty: &mut u64) {
     keys.signal_modified(db, key);
     *dirty += 1;
-    crate::exec::tracking::invalidate_key(server, None, key);
 }
 
 #[cfg(test)]

@@ -66,7 +66,9 @@ pub fn run(
     let oom = if session.replaying {
         None
     } else {
-        oom_rejection(server, session, cmd)
+        crate::exec::tracking::with_early_delivery(session.id, out, || {
+            oom_rejection(server, session, cmd)
+        })
     };
     if let Some(msg) = oom {
         if spec.name == "exec" {

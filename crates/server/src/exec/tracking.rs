@@ -363,7 +363,6 @@ pub fn remember_keys(server: &Server, session: &Session, keys: impl Iterator<Ite
             tr.items.fetch_add(1, Ordering::Relaxed);
         }
     }
-    limit_table(server);
 }
 
 /// Keeps the table within `tracking-table-max-keys`: keys beyond it are
@@ -518,6 +517,32 @@ fn redirect_broken(server: &Server, local: Option<&mut Local<'_>>, id: u64, t: &
     }
 }
 
+thread_local! {
+    /// The client this thread is about to run a command for, and the
+    /// invalidations for it found before the command starts (keys evicted
+    /// to make room for it), which go before its reply as in Redis.
+    static EARLY: std::cell::RefCell<(u64, Vec<Vec<u8>>)> = const {
+        std::cell::RefCell::new((0, Vec::new()))
+    };
+}
+
+/// Runs `f` (the eviction before a command of client `id`) so that
+/// invalidations it causes for that client are written to `out` right
+/// after, ahead of the command's reply.
+pub fn with_early_delivery<R>(id: u64, out: &mut ReplyBuf, f: impl FnOnce() -> R) -> R {
+    EARLY.with(|e| e.borrow_mut().0 = id);
+    let r = f();
+    let early = EARLY.with(|e| {
+        let mut e = e.borrow_mut();
+        e.0 = 0;
+        std::mem::take(&mut e.1)
+    });
+    for bytes in early {
+        crate::exec::pubsub::write_push(out, &bytes);
+    }
+    r
+}
+
 fn deliver(
     server: &Server,
     local: Option<&mut Local<'_>>,
@@ -526,6 +551,18 @@ fn deliver(
     me: Option<u64>,
     bytes: Vec<u8>,
 ) {
+    let early = local.is_none()
+        && EARLY.with(|e| {
+            let mut e = e.borrow_mut();
+            let mine = e.0 == id && id != 0;
+            if mine {
+                e.1.push(bytes.clone());
+            }
+            mine
+        });
+    if early {
+        return;
+    }
     match local {
         Some(l) if me == Some(id) => l.push(&bytes),
         _ => server.notify(
@@ -602,6 +639,7 @@ pub fn after_command(server: &Server, local: &mut Local<'_>) {
         }
     }
     broadcast(server, Some(local));
+    limit_table(server);
 }
 
 /// Sends every BCAST prefix's collected keys to its clients: one message
