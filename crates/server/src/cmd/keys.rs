@@ -367,7 +367,7 @@ fn flushdb(ctx: &mut Ctx<'_>, args: Args<'_>) {
 
 /// Tells every tracking client that everything changed (a flush).
 fn invalidate_all(ctx: &mut Ctx<'_>) {
-    if crate::exec::tracking::active(ctx.server) {
+    if crate::exec::tracking::active(ctx.server) || ctx.server.tracking.key_count() > 0 {
         let mut local = crate::exec::pubsub::Local {
             session: ctx.session,
             out: ctx.out,

@@ -42,6 +42,9 @@ const SHARDS: usize = 16;
 
 type Key = Box<[u8]>;
 
+/// One shard of the invalidation table: key → ids of the clients that read it.
+type TableShard = HashMap<Key, HashSet<u64>, ahash::RandomState>;
+
 /// What other threads need to know of a tracking client.
 #[derive(Clone, Copy)]
 struct Tracker {
@@ -66,7 +69,7 @@ pub struct Tracking {
     /// Clients with tracking on (INFO `tracking_clients`).
     clients: AtomicUsize,
     trackers: RwLock<HashMap<u64, Tracker, ahash::RandomState>>,
-    table: Box<[Mutex<HashMap<Key, HashSet<u64>, ahash::RandomState>>]>,
+    table: Box<[Mutex<TableShard>]>,
     hasher: ahash::RandomState,
     keys: AtomicUsize,
     items: AtomicUsize,
@@ -110,7 +113,7 @@ impl Tracking {
         self.prefix_count.load(Ordering::Relaxed)
     }
 
-    fn shard(&self, key: &[u8]) -> &Mutex<HashMap<Key, HashSet<u64>, ahash::RandomState>> {
+    fn shard(&self, key: &[u8]) -> &Mutex<TableShard> {
         &self.table[self.hasher.hash_one(key) as usize & (SHARDS - 1)]
     }
 
@@ -467,7 +470,13 @@ impl Payload {
 fn send(server: &Server, local: Option<&mut Local<'_>>, id: u64, t: &Tracker, payload: &Payload) {
     let me = local.as_ref().map(|l| l.session.id);
     if t.redirect != 0 {
-        let Some(target) = server.clients.get(t.redirect) else {
+        // A target that is closing (QUIT answered, killed) counts as gone,
+        // as it is in Redis, which closes it before running anything else.
+        let closing = cflags::CLOSE_AFTER_REPLY;
+        let target = server.clients.get(t.redirect).filter(|c| {
+            c.flags.load(Ordering::Relaxed) & closing == 0 && !c.killed.load(Ordering::Relaxed)
+        });
+        let Some(target) = target else {
             return redirect_broken(server, local, id, t);
         };
         let resp3 = target.resp.load(Ordering::Relaxed) == 3;
@@ -576,11 +585,9 @@ fn deliver(
 }
 
 /// FLUSHDB / FLUSHALL: every tracking client gets the null invalidation
-/// (the caller after its reply) and the table is emptied.
+/// (the caller after its reply) and the table is emptied, even of the keys
+/// of clients that stopped tracking.
 pub fn invalidate_all(server: &Server, local: &mut Local<'_>) {
-    if !active(server) {
-        return;
-    }
     let tr = &server.tracking;
     let trackers: Vec<(u64, Tracker)> = tr.trackers.read().iter().map(|(k, v)| (*k, *v)).collect();
     for (id, t) in trackers {
