@@ -737,7 +737,8 @@ pub struct Keys<'a> {
     expired: Vec<(usize, Key)>,
     /// Keys this view created, as (db, key), while someone wants to know
     /// (keyspace notifications of class `new`); None otherwise.
-    created: Option<Vec<(usize, Key)>>,
+    /// Boxed: one word in a view every command moves around.
+    created: Option<Box<Vec<(usize, Key)>>>,
     /// Position in `guards` of the shard found last: one key's expiry
     /// check, lookup and WATCH signal ask for the same shard in a row
     /// (callgrind: the repeated binary searches cost MSET ~7%).
@@ -778,14 +779,14 @@ impl<'a> Keys<'a> {
     /// From now on, records the keys this view creates (see
     /// [`Keys::take_created`]).
     pub fn record_created(&mut self) {
-        self.created.get_or_insert_with(Vec::new);
+        self.created.get_or_insert_with(Box::default);
     }
 
     /// Takes the keys created since the last call, as (db, key), oldest
     /// first; empty unless [`Keys::record_created`] was called.
     pub fn take_created(&mut self) -> Vec<(usize, Key)> {
         self.created
-            .as_mut()
+            .as_deref_mut()
             .map(std::mem::take)
             .unwrap_or_default()
     }

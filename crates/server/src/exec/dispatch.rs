@@ -65,10 +65,12 @@ pub fn run(
     // as Redis ignores maxmemory while loading.
     let oom = if session.replaying {
         None
-    } else {
+    } else if crate::exec::tracking::active(server) {
         crate::exec::tracking::with_early_delivery(session.id, out, || {
             oom_rejection(server, session, cmd)
         })
+    } else {
+        oom_rejection(server, session, cmd)
     };
     if let Some(msg) = oom {
         if spec.name == "exec" {
