@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 use parking_lot::RwLock;
 use vireo_store::glob::glob_match;
@@ -456,6 +456,10 @@ pub struct HotConfig {
     pub latency_monitor_threshold: AtomicU64,
     /// `latency-tracking`: per-command latency histograms are recorded.
     pub latency_tracking: AtomicBool,
+    /// `tracking-table-max-keys` (0: no limit).
+    pub tracking_table_max_keys: AtomicU64,
+    /// `notify-keyspace-events` as class bits ([`crate::exec::notify::class`]).
+    pub notify_keyspace_events: AtomicU32,
     /// Not a Redis parameter (Redis toggles it with DEBUG); on by default.
     pub active_expire_enabled: AtomicBool,
     /// DEBUG SET-SKIP-CHECKSUM-VALIDATION: RDB files and RESTORE payloads
@@ -730,6 +734,9 @@ impl Config {
                 .map(|d| d.display().to_string())
                 .unwrap_or_default(),
             "io-threads" => self.io_threads_effective().to_string(),
+            "notify-keyspace-events" => {
+                crate::exec::notify::format(self.hot.notify_keyspace_events.load(Ordering::Relaxed))
+            }
             _ => values.get(p.name).cloned().unwrap_or_default(),
         }
     }
@@ -920,6 +927,11 @@ impl Config {
             .store(u("latency-monitor-threshold"), Ordering::Relaxed);
         h.latency_tracking
             .store(self.flag("latency-tracking"), Ordering::Relaxed);
+        h.tracking_table_max_keys
+            .store(u("tracking-table-max-keys"), Ordering::Relaxed);
+        let events = crate::exec::notify::parse(&self.raw("notify-keyspace-events"));
+        h.notify_keyspace_events
+            .store(events.unwrap_or(0), Ordering::Relaxed);
         h.lazyfree_lazy_user_del
             .store(self.flag("lazyfree-lazy-user-del"), Ordering::Relaxed);
         h.lazyfree_lazy_user_flush
@@ -1398,37 +1410,12 @@ fn normalise_special(name: &str, raw: &str) -> Result<String, String> {
     }
 }
 
-/// Canonical form of a `notify-keyspace-events` class string.
+/// A `notify-keyspace-events` class string in a form that keeps every
+/// class (CONFIG GET prints Redis's own form, which may drop `n`).
 fn keyspace_events(raw: &str) -> Result<String, String> {
-    const ALL: &str = "g$lshzxetd";
-    let mut classes = String::new();
-    let (mut keyspace, mut keyevent, mut miss, mut new) = (false, false, false, false);
-    for c in raw.chars() {
-        match c {
-            'A' => classes.push_str(ALL),
-            'g' | '$' | 'l' | 's' | 'h' | 'z' | 'x' | 'e' | 't' | 'd' => classes.push(c),
-            'K' => keyspace = true,
-            'E' => keyevent = true,
-            'm' => miss = true,
-            'n' => new = true,
-            _ => return Err("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".into()),
-        }
-    }
-    let mut out = String::new();
-    if ALL.chars().all(|c| classes.contains(c)) {
-        out.push('A');
-    } else {
-        out.extend(ALL.chars().filter(|c| classes.contains(*c)));
-    }
-    if new {
-        out.push('n');
-    }
-    for (on, c) in [(keyspace, 'K'), (keyevent, 'E'), (miss, 'm')] {
-        if on {
-            out.push(c);
-        }
-    }
-    Ok(out)
+    crate::exec::notify::parse(raw)
+        .map(crate::exec::notify::letters)
+        .ok_or_else(|| "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".into())
 }
 
 /// CONFIG SET client-output-buffer-limit changes only the classes named.

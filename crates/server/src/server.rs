@@ -194,6 +194,10 @@ pub struct Server {
     pub evictor: crate::memory::evict::Evictor,
     /// `maxmemory-clients` eviction state.
     pub client_eviction: crate::memory::client_evict::ClientEviction,
+    /// Pub/Sub channels and patterns.
+    pub pubsub: crate::exec::pubsub::PubSub,
+    /// CLIENT TRACKING's invalidation table and prefixes.
+    pub tracking: crate::exec::tracking::Tracking,
 }
 
 impl Server {
@@ -230,6 +234,8 @@ impl Server {
             lazyfree: lazyfree.clone(),
             evictor: crate::memory::evict::Evictor::default(),
             client_eviction: Default::default(),
+            pubsub: Default::default(),
+            tracking: Default::default(),
         };
         server
             .keyspace

@@ -735,6 +735,12 @@ pub struct Keys<'a> {
     /// Keys this view deleted because their TTL had passed, as (db, key),
     /// in order, for the persistence log (Redis propagates them as DEL).
     expired: Vec<(usize, Key)>,
+    /// Keys this view created, as (db, key), while someone wants to know
+    /// (keyspace notifications of class `new`); None otherwise.
+    /// Boxed on purpose: one word in a view every command moves around
+    /// (callgrind: the unboxed list cost every SET an out-of-line drop).
+    #[allow(clippy::box_collection)]
+    created: Option<Box<Vec<(usize, Key)>>>,
     /// Position in `guards` of the shard found last: one key's expiry
     /// check, lookup and WATCH signal ask for the same shard in a row
     /// (callgrind: the repeated binary searches cost MSET ~7%).
@@ -750,6 +756,7 @@ impl<'a> Keys<'a> {
             now: command_now_ms(),
             touch: true,
             expired: Vec::new(),
+            created: None,
             last_pos: 0,
         }
     }
@@ -764,6 +771,32 @@ impl<'a> Keys<'a> {
     /// call, as (db, key), oldest first.
     pub fn take_expired(&mut self) -> Vec<(usize, Key)> {
         std::mem::take(&mut self.expired)
+    }
+
+    /// The keys this view deleted on expiry from the `from`-th on, as
+    /// [`Keys::take_expired`] would return them, without taking them.
+    pub fn expired_since(&self, from: usize) -> Vec<(usize, Key)> {
+        self.expired.get(from..).unwrap_or_default().to_vec()
+    }
+
+    /// Number of keys this view deleted on expiry and still holds.
+    pub fn expired_count(&self) -> usize {
+        self.expired.len()
+    }
+
+    /// From now on, records the keys this view creates (see
+    /// [`Keys::take_created`]).
+    pub fn record_created(&mut self) {
+        self.created.get_or_insert_with(Box::default);
+    }
+
+    /// Takes the keys created since the last call, as (db, key), oldest
+    /// first; empty unless [`Keys::record_created`] was called.
+    pub fn take_created(&mut self) -> Vec<(usize, Key)> {
+        self.created
+            .as_deref_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     /// The key table position of `key` in its (held) shard, found with one
@@ -1084,6 +1117,8 @@ impl<'a> Keys<'a> {
         let now = self.now;
         let ks = self.ks;
         let tuning = ks.lfu_tuning();
+        // Copied only while creations are recorded.
+        let created_key = self.created.is_some().then(|| Key::from(entry.key()));
         let shard = self.shard(hash);
         let table = &mut shard.dbs[db];
         let new_ttl = entry.expire_at().is_some();
@@ -1108,6 +1143,9 @@ impl<'a> Keys<'a> {
         }
         if let Some(i) = added_at {
             shard.mark_added(db, i);
+            if let (Some(created), Some(key)) = (self.created.as_mut(), created_key) {
+                created.push((db, key));
+            }
         }
         old
     }

@@ -10,6 +10,7 @@
 //! Counting and searching work a 64-bit word at a time; only the partial
 //! bytes at the edges of a bit range are masked one by one.
 
+use crate::exec::notify::class as ev;
 use std::sync::atomic::Ordering;
 
 use vireo_resp::number::parse_i64;
@@ -327,6 +328,7 @@ fn setbit(ctx: &mut Ctx<'_>, args: Args<'_>) {
         Ok((old, changed)) => {
             if changed {
                 ctx.modified(key);
+                ctx.notify(ev::STRING, "setbit", key);
             }
             ctx.out.int(i64::from(old));
         }
@@ -563,8 +565,10 @@ fn bitop(ctx: &mut Ctx<'_>, args: Args<'_>) {
             Value::Str(StrValue::Bytes { data, raw: true }),
         );
         ctx.modified(dest);
+        ctx.notify(ev::STRING, "set", dest);
     } else if ctx.keys.delete(ctx.db, dest) {
         ctx.modified(dest);
+        ctx.notify(ev::GENERIC, "del", dest);
     }
     ctx.out.int(i64::try_from(len).unwrap_or(i64::MAX));
 }
@@ -874,6 +878,7 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: Args<'_>, read_only: bool) {
         Ok(0) => {}
         Ok(changes) => {
             ctx.modified(key);
+            ctx.notify(ev::STRING, "setbit", key);
             // Redis counts one change per modifying operation.
             ctx.dirty += changes - 1;
         }

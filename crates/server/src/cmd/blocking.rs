@@ -18,11 +18,12 @@ use vireo_store::clock::now_ms;
 use vireo_store::value::ValueRef;
 use vireo_store::{Key, Keys};
 
-use super::list::{move_element, numkeys_range, pop_elements, End};
+use super::list::{end_event, move_element, notify_popped, numkeys_range, pop_elements, End};
 use super::shared::{pop_effect, Pop};
 use super::zset::pop_members;
 use super::{errors, flags::*, is, spec, CommandSpec, Ctx, KeySpec};
 use crate::exec::blocking::{self, BlockedOp, Served, Waiter};
+use crate::exec::notify::{self, class as ev};
 use crate::server::Server;
 
 /// Every argument but the last (the timeout) is a key.
@@ -381,7 +382,13 @@ fn pop_or_block(ctx: &mut Ctx<'_>, args: Args<'_>, keys: Range<usize>, pop: Pop,
             Ok(None) => {}
             Ok(Some(n)) => {
                 ctx.propagate(&pop_effect(pop, key, n));
-                return ctx.modified(key);
+                ctx.modified(key);
+                let (class, event) = pop_event(pop);
+                ctx.notify(class, event, key);
+                if !ctx.keys.contains(ctx.db, key) {
+                    ctx.notify(ev::GENERIC, "del", key);
+                }
+                return;
             }
         }
     }
@@ -419,6 +426,8 @@ fn move_or_block(ctx: &mut Ctx<'_>, args: Args<'_>, from: End, to: End, deadline
             ctx.propagate(&move_effect(src, dst, from, to));
             ctx.modified(src);
             ctx.modified(dst);
+            ctx.notify(ev::LIST, end_event(to, "lpush", "rpush"), dst);
+            notify_popped(ctx, ctx.db, src, from);
             ctx.signal_ready(dst);
         }
     }
@@ -539,6 +548,8 @@ impl BlockedOp for Op {
                     Ok(Some(n)) => {
                         feed_served(server, db, &pop_effect(*pop, key, n));
                         changed(keys, db, key, dirty);
+                        let (class, event) = pop_event(*pop);
+                        served_events(server, keys, db, key, &[(class, event, key)]);
                     }
                     // Checked above: the key holds elements of the right type.
                     Ok(None) | Err(()) => out.null_array(),
@@ -567,6 +578,11 @@ impl BlockedOp for Op {
                         feed_served(server, db, &move_effect(key, dst, *from, *to));
                         changed(keys, db, key, dirty);
                         changed(keys, db, dst, dirty);
+                        let events = [
+                            (ev::LIST, end_event(*to, "lpush", "rpush"), &dst[..]),
+                            (ev::LIST, end_event(*from, "lpop", "rpop"), key),
+                        ];
+                        served_events(server, keys, db, key, &events);
                         blocking::mark_ready(server, ready, db, dst);
                     }
                     _ => out.error(errors::WRONGTYPE),
@@ -574,6 +590,12 @@ impl BlockedOp for Op {
             }
         }
         blocking::deliver(server, w, out.as_bytes().to_vec(), false);
+        // Tracking clients hear of the change after the served reply, as
+        // Redis sends the served client's own invalidation after it.
+        crate::exec::tracking::invalidate_key(server, None, key);
+        if let Op::Move { dst, .. } = self {
+            crate::exec::tracking::invalidate_key(server, None, dst);
+        }
         Served::Done
     }
 }
@@ -582,6 +604,34 @@ impl BlockedOp for Op {
 /// holds the keys' shards.
 fn feed_served(server: &Server, db: usize, cmd: &[Vec<u8>]) {
     server.aof.feed_command(db, cmd);
+}
+
+/// The event of a pop: `lpop`/`rpop` or `zpopmin`/`zpopmax`.
+fn pop_event(pop: Pop) -> (u32, &'static str) {
+    match pop {
+        Pop::List { end, .. } => (ev::LIST, end_event(end, "lpop", "rpop")),
+        Pop::ZSet { max, .. } => (ev::ZSET, if max { "zpopmax" } else { "zpopmin" }),
+    }
+}
+
+/// Publishes the events of serving a waiter from `src` (no client caused
+/// them on this thread), then `del` if `src` emptied.
+fn served_events(
+    server: &Server,
+    keys: &mut Keys<'_>,
+    db: usize,
+    src: &[u8],
+    events: &[(u32, &str, &[u8])],
+) {
+    if notify::flags(server) == 0 {
+        return;
+    }
+    for &(class, event, key) in events {
+        notify::publish_event(server, None, class, event, db, key);
+    }
+    if !keys.contains(db, src) {
+        notify::publish_event(server, None, ev::GENERIC, "del", db, src);
+    }
 }
 
 /// Records a write made while serving a waiter: WATCHers of the key are

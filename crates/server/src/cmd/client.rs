@@ -10,6 +10,7 @@ use vireo_store::clock::now_ms;
 
 use super::shared::{reply_help, subcommand_syntax_error};
 use super::{container, errors, flags::*, is, spec, text, CommandSpec, Ctx, KeySpec};
+use crate::exec::tracking;
 use crate::net::client::{cflags, ClientShared};
 use crate::net::session::ReplyMode;
 use crate::net::worker::Msg;
@@ -37,6 +38,22 @@ pub const COMMANDS: &[CommandSpec] = &[container(
         spec("client|reply", 3, NS, KeySpec::None, reply),
         spec("client|no-evict", 3, ADMIN_NS, KeySpec::None, no_evict),
         spec("client|no-touch", 3, NS, KeySpec::None, no_touch),
+        spec(
+            "client|tracking",
+            -3,
+            NS | SENTINEL,
+            KeySpec::None,
+            tracking,
+        ),
+        spec("client|caching", 3, NS | SENTINEL, KeySpec::None, caching),
+        spec("client|getredir", 2, NS | SENTINEL, KeySpec::None, getredir),
+        spec(
+            "client|trackinginfo",
+            2,
+            NS | SENTINEL,
+            KeySpec::None,
+            trackinginfo,
+        ),
         spec("client|help", 2, LOADING | STALE, KeySpec::None, help),
     ],
 )];
@@ -406,6 +423,114 @@ fn no_touch(ctx: &mut Ctx<'_>, args: Args<'_>) {
     ctx.session.no_touch = on;
     ctx.session.shared.set_flag(cflags::NO_TOUCH, on);
     ctx.out.ok();
+}
+
+/// Parses CLIENT TRACKING's options (after ON|OFF); Err is the error.
+fn tracking_options(ctx: &Ctx<'_>, args: Args<'_>) -> Result<tracking::Options, String> {
+    let mut o = tracking::Options {
+        redirect: 0,
+        bcast: false,
+        optin: false,
+        optout: false,
+        noloop: false,
+        prefixes: Vec::new(),
+    };
+    let mut i = 3;
+    while i < args.len() {
+        let opt = args.get(i);
+        let value = args.try_get(i + 1);
+        match value {
+            Some(v) if is(opt, "redirect") => {
+                if o.redirect != 0 {
+                    return Err("ERR A client can only redirect to a single other client".into());
+                }
+                let id = parse_i64(v).ok_or(errors::NOT_INT)?;
+                let target = u64::try_from(id)
+                    .ok()
+                    .and_then(|id| ctx.server.clients.get(id));
+                let Some(target) = target else {
+                    return Err("ERR The client ID you want redirect to does not exist".into());
+                };
+                o.redirect = target.id;
+                i += 1;
+            }
+            Some(v) if is(opt, "prefix") => {
+                o.prefixes.push(v.into());
+                i += 1;
+            }
+            _ if is(opt, "bcast") => o.bcast = true,
+            _ if is(opt, "optin") => o.optin = true,
+            _ if is(opt, "optout") => o.optout = true,
+            _ if is(opt, "noloop") => o.noloop = true,
+            _ => return Err(errors::SYNTAX.into()),
+        }
+        i += 1;
+    }
+    Ok(o)
+}
+
+/// CLIENT TRACKING ON|OFF [REDIRECT id] [BCAST] [PREFIX p ...] [OPTIN]
+/// [OPTOUT] [NOLOOP]: server-assisted client-side caching.
+fn tracking(ctx: &mut Ctx<'_>, args: Args<'_>) {
+    let o = match tracking_options(ctx, args) {
+        Ok(o) => o,
+        Err(e) => return ctx.out.error(&e),
+    };
+    let mode = args.get(2);
+    if is(mode, "on") {
+        if let Err(e) = tracking::check_options(ctx.session, &o) {
+            return ctx.out.error(&e);
+        }
+        tracking::enable(ctx.server, ctx.session, o);
+    } else if is(mode, "off") {
+        tracking::disable(ctx.server, ctx.session);
+    } else {
+        return ctx.out.error(errors::SYNTAX);
+    }
+    ctx.out.ok();
+}
+
+/// CLIENT CACHING YES|NO: whether the next command's keys are tracked, in
+/// OPTIN and OPTOUT modes.
+fn caching(ctx: &mut Ctx<'_>, args: Args<'_>) {
+    let opt = args.get(2);
+    let yes = if is(opt, "yes") {
+        true
+    } else if is(opt, "no") {
+        false
+    } else {
+        return ctx.out.error(errors::SYNTAX);
+    };
+    match tracking::set_caching(ctx.session, yes) {
+        Ok(()) => ctx.out.ok(),
+        Err(e) => ctx.out.error(e),
+    }
+}
+
+/// CLIENT GETREDIR: the tracking redirect target, 0 for none, -1 when
+/// tracking is off.
+fn getredir(ctx: &mut Ctx<'_>, _args: Args<'_>) {
+    ctx.out.int(tracking::redirect_of(ctx.session));
+}
+
+/// CLIENT TRACKINGINFO: flags, redirect and prefixes of this connection's
+/// tracking.
+fn trackinginfo(ctx: &mut Ctx<'_>, _args: Args<'_>) {
+    let (flag_names, prefixes) = tracking::info(ctx.session);
+    let out = &mut *ctx.out;
+    out.map(3);
+    out.bulk(b"flags");
+    out.set(flag_names.len());
+    for f in flag_names {
+        out.bulk(f.as_bytes());
+    }
+    out.bulk(b"redirect");
+    out.int(tracking::redirect_of(ctx.session));
+    out.bulk(b"prefixes");
+    out.array(prefixes.len());
+    for p in &prefixes {
+        out.bulk(p);
+    }
 }
 
 /// CLIENT HELP: the subcommand summary.

@@ -46,8 +46,15 @@ pub const COMMANDS: &[CommandSpec] = &[
     ),
 ];
 
-/// PING [message]: PONG, or the message as a bulk string.
+/// PING [message]: PONG, or the message as a bulk string; a RESP2 client
+/// in subscribed mode gets `["pong", message]` (an empty message without
+/// one), as Redis answers there.
 fn ping(ctx: &mut Ctx<'_>, args: Args<'_>) {
+    if args.len() <= 2 && ctx.session.subs.active() && ctx.out.protocol() == Protocol::Resp2 {
+        ctx.out.array(2);
+        ctx.out.bulk(b"pong");
+        return ctx.out.bulk(args.try_get(1).unwrap_or_default());
+    }
     match args.len() {
         1 => ctx.out.simple("PONG"),
         2 => ctx.out.bulk(args.get(1)),
@@ -87,6 +94,8 @@ fn quit(ctx: &mut Ctx<'_>, _args: Args<'_>) {
 fn reset(ctx: &mut Ctx<'_>, _args: Args<'_>) {
     crate::exec::multi::reset(&mut ctx.keys, ctx.session);
     crate::exec::monitor::stop_monitor(ctx.server, ctx.session);
+    crate::exec::pubsub::forget_client(ctx.server, ctx.session);
+    crate::exec::tracking::disable(ctx.server, ctx.session);
     let s = &mut *ctx.session;
     s.db = 0;
     ctx.db = 0;
@@ -106,6 +115,7 @@ fn set_protocol(ctx: &mut Ctx<'_>, p: Protocol) {
     ctx.out.set_protocol(p);
     let v = if p == Protocol::Resp3 { 3 } else { 2 };
     ctx.session.shared.resp.store(v, Ordering::Relaxed);
+    crate::exec::tracking::protocol_changed(ctx.server, ctx.session, v == 3);
 }
 
 /// Checks a password for the `default` user (the only user until ACLs).

@@ -7,6 +7,7 @@
 //! fully (Redis's `sanitize-dump-payload yes`): a damaged one is refused
 //! with an error instead of being stored.
 
+use crate::exec::notify::class as ev;
 use vireo_resp::Args;
 use vireo_store::rdb::{dump_payload, restore_payload, PayloadError};
 use vireo_store::Entry;
@@ -121,6 +122,7 @@ fn restore(ctx: &mut Ctx<'_>, args: Args<'_>) {
     if expire_at.is_some_and(|at| at <= now) {
         if deleted {
             ctx.modified(key);
+            ctx.notify(ev::GENERIC, "del", key);
         }
         return ctx.out.ok();
     }
@@ -133,6 +135,7 @@ fn restore(ctx: &mut Ctx<'_>, args: Args<'_>) {
     }
     ctx.keys.set_entry(ctx.db, key, entry);
     ctx.modified(key);
+    ctx.notify(ev::GENERIC, "restore", key);
     ctx.signal_ready(key);
     ctx.out.ok();
 }

@@ -3,6 +3,7 @@
 //! PEXPIRETIME and PERSIST. Keys whose time has passed are removed lazily
 //! by the keyspace on access and actively by the cron.
 
+use crate::exec::notify::class as ev;
 use vireo_resp::Args;
 
 use super::{flags::*, is, spec, text, CommandSpec, Ctx, KEY1};
@@ -171,8 +172,10 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: Args<'_>, form: &ExpireForm) {
     if !cond.allow(current, when) {
         return ctx.out.int(0);
     }
+    let mut event = "del";
     match u64::try_from(when) {
         Ok(at) if when > now => {
+            event = "expire";
             ctx.keys.set_expire(ctx.db, key, at);
             // Propagated as an absolute time, options kept.
             let opts: Vec<&[u8]> = args.iter().skip(3).collect();
@@ -186,6 +189,7 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: Args<'_>, form: &ExpireForm) {
         }
     }
     ctx.modified(key);
+    ctx.notify(ev::GENERIC, event, key);
     ctx.out.int(1);
 }
 
@@ -236,6 +240,7 @@ fn persist(ctx: &mut Ctx<'_>, args: Args<'_>) {
     let key = args.get(1);
     if ctx.keys.get_mut(ctx.db, key).is_some() && ctx.keys.persist(ctx.db, key) {
         ctx.modified(key);
+        ctx.notify(ev::GENERIC, "persist", key);
         ctx.out.int(1);
     } else {
         ctx.out.int(0);

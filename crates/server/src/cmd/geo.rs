@@ -410,7 +410,12 @@ fn search_generic(ctx: &mut Ctx<'_>, args: Args<'_>, form: Form, no_store: bool)
                     (p.member, score)
                 })
                 .collect();
-            store_zset_result(ctx, dst, items);
+            let event = if form == Form::SearchStore {
+                "geosearchstore"
+            } else {
+                "georadiusstore"
+            };
+            store_zset_result(ctx, dst, items, event);
         }
         (None, points) => reply_points(ctx.out, &points.unwrap_or_default(), &req, to_meters),
     }

@@ -8,6 +8,7 @@
 //! key never holds an empty hash: HDEL removes the key with its last field,
 //! and writes to a missing key build the hash before storing it.
 
+use crate::exec::notify::class as ev;
 use vireo_resp::number::{format_long_double, parse_i64};
 use vireo_resp::{Args, Protocol, ReplyBuf};
 use vireo_store::hash::{Hash, HashLimits};
@@ -132,6 +133,7 @@ fn set_pairs(ctx: &mut Ctx<'_>, args: Args<'_>) -> Option<i64> {
     match added {
         Ok(added) => {
             ctx.modified(key);
+            ctx.notify(ev::HASH, "hset", key);
             ctx.dirty += pairs as u64 - 1;
             Some(added as i64)
         }
@@ -169,6 +171,7 @@ fn hsetnx(ctx: &mut Ctx<'_>, args: Args<'_>) {
     match set {
         Ok(true) => {
             ctx.modified(key);
+            ctx.notify(ev::HASH, "hset", key);
             ctx.out.int(1);
         }
         Ok(false) => ctx.out.int(0),
@@ -232,6 +235,10 @@ fn hdel(ctx: &mut Ctx<'_>, args: Args<'_>) {
     }
     if removed > 0 {
         ctx.modified(key);
+        ctx.notify(ev::HASH, "hdel", key);
+        if emptied {
+            ctx.notify(ev::GENERIC, "del", key);
+        }
         ctx.dirty += removed as u64 - 1;
     }
     ctx.out.int(removed);
@@ -327,7 +334,12 @@ enum Incr {
 /// Shared body of HINCRBY and HINCRBYFLOAT: `next` computes the new value
 /// from the old one (None when the field is missing); the new value is
 /// stored (converting the encoding if it is too long) and replied.
-fn incr_field(ctx: &mut Ctx<'_>, args: Args<'_>, next: impl FnOnce(Option<&[u8]>) -> Incr) {
+fn incr_field(
+    ctx: &mut Ctx<'_>,
+    args: Args<'_>,
+    event: &str,
+    next: impl FnOnce(Option<&[u8]>) -> Incr,
+) {
     let (key, field) = (args.get(1), args.get(2));
     let limits = limits(ctx);
     // HINCRBYFLOAT propagates as HSET of the result (float sums are not
@@ -354,7 +366,10 @@ fn incr_field(ctx: &mut Ctx<'_>, args: Args<'_>, next: impl FnOnce(Option<&[u8]>
         ctx.propagate(&[b"HSET", key, field, &text]);
     }
     match res {
-        Ok(true) => ctx.modified(key),
+        Ok(true) => {
+            ctx.modified(key);
+            ctx.notify(ev::HASH, event, key);
+        }
         Ok(false) => {}
         Err(WrongType) => ctx.out.error(errors::WRONGTYPE),
     }
@@ -367,7 +382,7 @@ fn hincrby(ctx: &mut Ctx<'_>, args: Args<'_>) {
     let Some(incr) = ctx.int_arg(args.get(3)) else {
         return;
     };
-    incr_field(ctx, args, |old| {
+    incr_field(ctx, args, "hincrby", |old| {
         let old = match old.map(parse_i64) {
             None => 0,
             Some(Some(n)) => n,
@@ -389,7 +404,7 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: Args<'_>) {
     if !incr.is_finite() {
         return ctx.out.error("ERR value is NaN or Infinity");
     }
-    incr_field(ctx, args, |old| {
+    incr_field(ctx, args, "hincrbyfloat", |old| {
         let old = match old.map(parse_float) {
             None => 0.0,
             Some(Some(x)) => x,

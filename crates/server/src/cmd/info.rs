@@ -216,7 +216,7 @@ fn clients_section(server: &Server, w: &mut Lines<'_>) {
         .filter(|c| c.flags.load(Ordering::Relaxed) & cflags::BLOCKED != 0)
         .count();
     w.kv("blocked_clients", blocked);
-    w.kv("tracking_clients", 0);
+    w.kv("tracking_clients", server.tracking.client_count());
     w.kv("clients_in_timeout_table", server.blocking.with_deadline());
 }
 
@@ -445,10 +445,10 @@ fn stats_section(server: &Server, w: &mut Lines<'_>) {
     );
     w.kv("keyspace_hits", ks.keyspace_hits);
     w.kv("keyspace_misses", ks.keyspace_misses);
+    w.kv("pubsub_channels", server.pubsub.channel_count());
+    w.kv("pubsub_patterns", server.pubsub.pattern_count());
+    w.kv("pubsubshard_channels", server.pubsub.shard_channel_count());
     w.zeros(&[
-        "pubsub_channels",
-        "pubsub_patterns",
-        "pubsubshard_channels",
         "latest_fork_usec",
         "total_forks",
         "migrate_cached_sockets",
@@ -459,11 +459,11 @@ fn stats_section(server: &Server, w: &mut Lines<'_>) {
         "active_defrag_key_misses",
         "total_active_defrag_time",
         "current_active_defrag_time",
-        "tracking_total_keys",
-        "tracking_total_items",
-        "tracking_total_prefixes",
-        "unexpected_error_replies",
     ]);
+    w.kv("tracking_total_keys", server.tracking.key_count());
+    w.kv("tracking_total_items", server.tracking.item_count());
+    w.kv("tracking_total_prefixes", server.tracking.prefix_count());
+    w.zeros(&["unexpected_error_replies"]);
     w.kv(
         "total_error_replies",
         st.total_error_replies.load(Ordering::Relaxed),

@@ -3,6 +3,7 @@
 //! RANDOMKEY, RENAME, RENAMENX, MOVE, COPY, TOUCH, DBSIZE, FLUSHDB,
 //! FLUSHALL, SWAPDB and OBJECT.
 
+use crate::exec::notify::class as ev;
 use vireo_resp::number::parse_i64;
 use vireo_resp::{Args, ReplyBuf};
 use vireo_store::glob::glob_match;
@@ -72,6 +73,7 @@ const INT32_RANGE: &str =
 fn modified_in(ctx: &mut Ctx<'_>, db: usize, key: &[u8]) {
     ctx.keys.signal_modified(db, key);
     ctx.dirty += 1;
+    ctx.invalidate(key);
 }
 
 /// Parses a 32-bit integer argument as Redis's `getIntFromObject`: None for
@@ -115,6 +117,7 @@ fn delete_keys(ctx: &mut Ctx<'_>, args: Args<'_>, lazy: bool) {
                 ctx.server.lazyfree.free_value(entry.into_value(), |_| 0);
             }
             ctx.modified(key);
+            ctx.notify(ev::GENERIC, "del", key);
             deleted += 1;
         }
     }
@@ -235,7 +238,10 @@ fn rename_generic(ctx: &mut Ctx<'_>, args: Args<'_>, nx: bool) {
     ctx.keys.set_entry(ctx.db, dst, entry);
     // One change for both keys, as Redis counts it.
     ctx.keys.signal_modified(ctx.db, src);
+    ctx.invalidate(src);
     ctx.modified(dst);
+    ctx.notify(ev::GENERIC, "rename_from", src);
+    ctx.notify(ev::GENERIC, "rename_to", dst);
     ctx.signal_ready(dst);
     done(ctx.out, true);
 }
@@ -255,6 +261,8 @@ fn move_cmd(ctx: &mut Ctx<'_>, args: Args<'_>) {
     }
     ctx.keys.signal_modified(dst, key);
     ctx.modified(key);
+    ctx.notify(ev::GENERIC, "move_from", key);
+    ctx.notify_in(dst, ev::GENERIC, "move_to", key);
     ctx.signal_ready_in(dst, key);
     ctx.out.int(1);
 }
@@ -298,6 +306,7 @@ fn copy(ctx: &mut Ctx<'_>, args: Args<'_>) {
     }
     ctx.keys.set_entry(dst_db, dst, copied);
     modified_in(ctx, dst_db, dst);
+    ctx.notify_in(dst_db, ev::GENERIC, "copy_to", dst);
     ctx.signal_ready_in(dst_db, dst);
     ctx.out.int(1);
 }
@@ -353,7 +362,19 @@ fn flushdb(ctx: &mut Ctx<'_>, args: Args<'_>) {
     let flushed = vec![ctx.keys.flush_db(ctx.db)];
     crate::exec::blocking::signal_waited(ctx, &[ctx.db]);
     ctx.dirty += free_flushed(ctx, flushed, lazy);
+    invalidate_all(ctx);
     ctx.out.ok();
+}
+
+/// Tells every tracking client that everything changed (a flush).
+fn invalidate_all(ctx: &mut Ctx<'_>) {
+    if crate::exec::tracking::active(ctx.server) || ctx.server.tracking.key_count() > 0 {
+        let mut local = crate::exec::pubsub::Local {
+            session: ctx.session,
+            out: ctx.out,
+        };
+        crate::exec::tracking::invalidate_all(ctx.server, &mut local);
+    }
 }
 
 /// FLUSHALL [ASYNC|SYNC]: deletes every key of every database.
@@ -371,6 +392,7 @@ fn flushall(ctx: &mut Ctx<'_>, args: Args<'_>) {
     // empty FLUSHALL counts as a change.
     ctx.dirty += free_flushed(ctx, flushed, lazy) + 1;
     crate::persist::rdb::save_after_flushall(ctx.server, ctx.dirty);
+    invalidate_all(ctx);
     ctx.out.ok();
 }
 

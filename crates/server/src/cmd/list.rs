@@ -7,6 +7,7 @@
 //! last one goes. Commands that add elements signal the key as ready for
 //! clients blocked on it.
 
+use crate::exec::notify::class as ev;
 use std::ops::Range;
 use std::sync::atomic::Ordering;
 
@@ -169,6 +170,26 @@ fn fill(ctx: &Ctx<'_>) -> i64 {
 fn modified_by(ctx: &mut Ctx<'_>, key: &[u8], n: usize) {
     ctx.modified(key);
     ctx.dirty = ctx.dirty - 1 + n as u64;
+}
+
+/// Redis's events for elements popped from `end` of `key` in `db`:
+/// `lpop`/`rpop`, then `del` if the list emptied.
+pub(crate) fn notify_popped(ctx: &mut Ctx<'_>, db: usize, key: &[u8], end: End) {
+    if crate::exec::notify::flags(ctx.server) == 0 {
+        return;
+    }
+    ctx.notify_in(db, ev::LIST, end_event(end, "lpop", "rpop"), key);
+    if !ctx.keys.contains(db, key) {
+        ctx.notify_in(db, ev::GENERIC, "del", key);
+    }
+}
+
+/// The event of an operation at `end`: `left` or `right`.
+pub(crate) fn end_event(end: End, left: &'static str, right: &'static str) -> &'static str {
+    match end {
+        End::Left => left,
+        End::Right => right,
+    }
 }
 
 /// Parses an index or count argument, replying the standard error.
@@ -340,6 +361,7 @@ fn push(ctx: &mut Ctx<'_>, args: Args<'_>, end: End, only_existing: bool) {
     };
     ctx.out.int(len as i64);
     modified_by(ctx, key, args.len() - 2);
+    ctx.notify(ev::LIST, end_event(end, "lpush", "rpush"), key);
     ctx.signal_ready(key);
 }
 
@@ -417,7 +439,10 @@ fn pop(ctx: &mut Ctx<'_>, args: Args<'_>, end: End, name: &str) {
         }),
     };
     match popped {
-        Ok(Some(n)) => modified_by(ctx, key, n),
+        Ok(Some(n)) => {
+            modified_by(ctx, key, n);
+            notify_popped(ctx, ctx.db, key, end);
+        }
         Ok(None) if count.is_some() => ctx.out.null_array(),
         Ok(None) => ctx.out.null(),
         Err(()) => ctx.out.error(errors::WRONGTYPE),
@@ -479,7 +504,8 @@ fn lmpop(ctx: &mut Ctx<'_>, args: Args<'_>) {
                     count: Some(count),
                 };
                 ctx.propagate(&super::shared::pop_effect(pop, key, n));
-                return modified_by(ctx, key, n);
+                modified_by(ctx, key, n);
+                return notify_popped(ctx, ctx.db, key, end);
             }
             Err(()) => return ctx.out.error(errors::WRONGTYPE),
         }
@@ -686,6 +712,7 @@ fn lset(ctx: &mut Ctx<'_>, args: Args<'_>) {
     }
     out.ok();
     ctx.modified(key);
+    ctx.notify(ev::LIST, "lset", key);
 }
 
 /// LINSERT key BEFORE|AFTER pivot element: inserts next to the first
@@ -707,6 +734,7 @@ fn linsert(ctx: &mut Ctx<'_>, args: Args<'_>) {
     }
     out.int(l.len() as i64);
     ctx.modified(key);
+    ctx.notify(ev::LIST, "linsert", key);
     ctx.signal_ready(key);
 }
 
@@ -731,6 +759,10 @@ fn lrem(ctx: &mut Ctx<'_>, args: Args<'_>) {
     }
     if removed > 0 {
         modified_by(ctx, key, removed);
+        ctx.notify(ev::LIST, "lrem", key);
+        if empty {
+            ctx.notify(ev::GENERIC, "del", key);
+        }
     }
 }
 
@@ -757,6 +789,10 @@ fn ltrim(ctx: &mut Ctx<'_>, args: Args<'_>) {
     }
     ctx.out.ok();
     modified_by(ctx, key, before - keep.len());
+    ctx.notify(ev::LIST, "ltrim", key);
+    if empty {
+        ctx.notify(ev::GENERIC, "del", key);
+    }
 }
 
 /// Runs LMOVE/RPOPLPUSH: replies the moved element, null when `src` is
@@ -770,6 +806,8 @@ fn move_generic(ctx: &mut Ctx<'_>, args: Args<'_>, from: End, to: End) {
             if dst != src {
                 modified_by(ctx, dst, 0);
             }
+            ctx.notify(ev::LIST, end_event(to, "lpush", "rpush"), dst);
+            notify_popped(ctx, ctx.db, src, from);
             ctx.signal_ready(dst);
         }
         Ok(None) => ctx.out.null(),

@@ -24,6 +24,7 @@ pub mod info;
 pub mod keys;
 pub mod list;
 pub mod multi;
+pub mod pubsub;
 pub mod server;
 pub mod set;
 pub mod shared;
@@ -356,6 +357,7 @@ impl Table {
             keys::COMMANDS,
             list::COMMANDS,
             multi::COMMANDS,
+            pubsub::COMMANDS,
             server::COMMANDS,
             sort::COMMANDS,
             set::COMMANDS,
@@ -477,6 +479,9 @@ pub struct Ctx<'a> {
     /// (Redis's `rewriteClientCommandVector` / `alsoPropagate`): filled by
     /// [`Ctx::propagate`], None for "as executed".
     pub effects: Option<Vec<crate::persist::aof::Op>>,
+    /// How many of the keys `keys` found expired were announced (keyspace
+    /// notifications, tracking), see [`crate::exec::notify::flush_pending`].
+    pub expired_announced: usize,
 }
 
 impl Ctx<'_> {
@@ -490,6 +495,7 @@ impl Ctx<'_> {
             // (Redis signals the key from its delete and overwrite paths).
             self.signal_ready(key);
         }
+        self.invalidate(key);
     }
 
     /// Whether `key` holds a stream, without side effects.
@@ -504,6 +510,36 @@ impl Ctx<'_> {
     /// log their effects only).
     pub fn prevent_propagation(&mut self) {
         self.effects.get_or_insert_with(Vec::new);
+    }
+
+    /// Tells clients tracking `key` (CLIENT TRACKING) that it changed; part
+    /// of [`Ctx::modified`], for the writes that count their changes apart.
+    #[inline]
+    pub fn invalidate(&mut self, key: &[u8]) {
+        if crate::exec::tracking::active(self.server) {
+            let mut local = crate::exec::pubsub::Local {
+                session: self.session,
+                out: self.out,
+            };
+            crate::exec::tracking::invalidate_key(self.server, Some(&mut local), key);
+        }
+    }
+
+    /// Publishes keyspace event `event` of class `class` (bits of
+    /// [`crate::exec::notify::class`]) for `key` of the current database,
+    /// as Redis's `notifyKeyspaceEvent`. With the class off it costs one
+    /// relaxed load.
+    #[inline]
+    pub fn notify(&mut self, class: u32, event: &str, key: &[u8]) {
+        self.notify_in(self.db, class, event, key);
+    }
+
+    /// [`Ctx::notify`] for a key of database `db` (MOVE, COPY … DB).
+    #[inline]
+    pub fn notify_in(&mut self, db: usize, class: u32, event: &str, key: &[u8]) {
+        if crate::exec::notify::flags(self.server) & class != 0 {
+            crate::exec::notify::command_event(self, class, event, db, key);
+        }
     }
 
     /// Records that `key` received elements (LPUSH, ZADD, …), so clients

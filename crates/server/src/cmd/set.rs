@@ -9,6 +9,7 @@
 //! into new sets built from an empty intset, as Redis builds them, so their
 //! encodings and (for intsets) their ascending order match Redis's.
 
+use crate::exec::notify::class as ev;
 use std::sync::atomic::Ordering;
 
 use vireo_resp::number::parse_i64;
@@ -189,6 +190,7 @@ fn sadd(ctx: &mut Ctx<'_>, args: Args<'_>) {
     };
     if added > 0 {
         modified_n(ctx, key, added);
+        ctx.notify(ev::SET, "sadd", key);
     }
     ctx.out.int(added as i64);
 }
@@ -218,6 +220,10 @@ fn srem(ctx: &mut Ctx<'_>, args: Args<'_>) {
     }
     if removed > 0 {
         modified_n(ctx, key, removed);
+        ctx.notify(ev::SET, "srem", key);
+        if emptied {
+            ctx.notify(ev::GENERIC, "del", key);
+        }
     }
     ctx.out.int(removed as i64);
 }
@@ -292,6 +298,10 @@ fn spop_one(ctx: &mut Ctx<'_>, key: &[u8]) {
         ctx.propagate(&[b"SREM", key, &m]);
     }
     ctx.modified(key);
+    ctx.notify(ev::SET, "spop", key);
+    if emptied {
+        ctx.notify(ev::GENERIC, "del", key);
+    }
 }
 
 /// SPOP with a count, in Redis's order of checks: the count first, then the
@@ -322,7 +332,8 @@ fn spop_count(ctx: &mut Ctx<'_>, key: &[u8], count: &[u8]) {
             for m in popped {
                 ctx.propagate(&[b"SREM", key, &m]);
             }
-            return modified_n(ctx, key, count);
+            modified_n(ctx, key, count);
+            return ctx.notify(ev::SET, "spop", key);
         }
         Ok(Some(set)) => set.len(),
     };
@@ -333,6 +344,8 @@ fn spop_count(ctx: &mut Ctx<'_>, key: &[u8], count: &[u8]) {
     }
     ctx.propagate_del(key, false);
     modified_n(ctx, key, size);
+    ctx.notify(ev::SET, "spop", key);
+    ctx.notify(ev::GENERIC, "del", key);
 }
 
 /// SRANDMEMBER key [count]: one random member (null for a missing key), or
@@ -416,10 +429,15 @@ fn smove(ctx: &mut Ctx<'_>, args: Args<'_>) {
     if !set.remove(member) {
         return ctx.out.int(0);
     }
-    if set.is_empty() {
+    let emptied = set.is_empty();
+    if emptied {
         ctx.keys.delete(ctx.db, src);
     }
     ctx.modified(src);
+    ctx.notify(ev::SET, "srem", src);
+    if emptied {
+        ctx.notify(ev::GENERIC, "del", src);
+    }
     let added = match lookup(&mut ctx.keys, ctx.db, dst, false) {
         Ok(Some(set)) => set.insert(member, max),
         _ => {
@@ -431,6 +449,7 @@ fn smove(ctx: &mut Ctx<'_>, args: Args<'_>) {
     };
     if added {
         ctx.modified(dst);
+        ctx.notify(ev::SET, "sadd", dst);
     }
     ctx.out.int(1);
 }
@@ -545,20 +564,23 @@ fn sinter_generic(ctx: &mut Ctx<'_>, names: &[&[u8]], mode: InterMode<'_>) {
                 result.insert_member(m, max);
                 true
             });
-            store_result(ctx, dst, result);
+            store_result(ctx, dst, result, "sinterstore");
         }
     }
 }
 
 /// Stores a computed set under `dst`, replacing whatever was there, or
-/// deletes `dst` when the set is empty; replies the set's size.
-fn store_result(ctx: &mut Ctx<'_>, dst: &[u8], set: Set) {
+/// deletes `dst` when the set is empty; replies the set's size. `event`
+/// is the command's keyspace event.
+fn store_result(ctx: &mut Ctx<'_>, dst: &[u8], set: Set, event: &str) {
     let len = set.len();
     if len > 0 {
         ctx.keys.set(ctx.db, dst, Value::Set(set));
         ctx.modified(dst);
+        ctx.notify(ev::SET, event, dst);
     } else if ctx.keys.delete(ctx.db, dst) {
         ctx.modified(dst);
+        ctx.notify(ev::GENERIC, "del", dst);
     }
     ctx.out.int(len as i64);
 }
@@ -616,7 +638,13 @@ fn union_diff_generic(ctx: &mut Ctx<'_>, names: &[&[u8]], dst: Option<&[u8]>, op
     };
     match dst {
         None => reply_members(ctx.out, &result),
-        Some(dst) => store_result(ctx, dst, result),
+        Some(dst) => {
+            let event = match op {
+                SetOp::Union => "sunionstore",
+                SetOp::Diff => "sdiffstore",
+            };
+            store_result(ctx, dst, result, event);
+        }
     }
 }
 

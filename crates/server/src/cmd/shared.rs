@@ -16,6 +16,7 @@ use vireo_store::zset::ZSet;
 use vireo_store::Value;
 
 use super::{errors, is, text, Ctx};
+use crate::exec::notify::class as ev;
 use crate::net::session::Session;
 
 /// Redis refuses to parse numbers this long or longer as floats
@@ -75,18 +76,21 @@ pub fn reply_budget(ctx: &Ctx<'_>) -> usize {
 
 /// Stores a computed sorted set at `dst` (deleting `dst` when it is empty)
 /// and replies its size, as ZRANGESTORE, the ZUNIONSTORE family and the
-/// GEO commands' STORE options do. The members must be distinct.
-pub fn store_zset_result(ctx: &mut Ctx<'_>, dst: &[u8], items: Vec<(Vec<u8>, f64)>) {
+/// GEO commands' STORE options do; `event` is the command's keyspace event
+/// (`del` when the result is empty). The members must be distinct.
+pub fn store_zset_result(ctx: &mut Ctx<'_>, dst: &[u8], items: Vec<(Vec<u8>, f64)>, event: &str) {
     let n = items.len();
     if n == 0 {
         if ctx.keys.delete(ctx.db, dst) {
             ctx.modified(dst);
+            ctx.notify(ev::GENERIC, "del", dst);
         }
         return ctx.out.int(0);
     }
     let z = ZSet::from_entries(items, ctx.server.config.hot.zset_limits());
     ctx.keys.set(ctx.db, dst, Value::ZSet(z));
     ctx.modified(dst);
+    ctx.notify(ev::ZSET, event, dst);
     ctx.signal_ready(dst);
     ctx.out.int(n as i64);
 }

@@ -12,6 +12,7 @@
 //! order (the sort is stable); DESC reverses the comparison, not the
 //! result.
 
+use crate::exec::notify::class as ev;
 use std::cmp::Ordering;
 use std::sync::atomic::Ordering as AtomicOrdering;
 
@@ -446,10 +447,12 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: Args<'_>, readonly: bool) {
             if out_len > 0 {
                 ctx.keys.set(db, dst, Value::List(list));
                 ctx.modified(dst);
+                ctx.notify(ev::LIST, "sortstore", dst);
                 ctx.dirty += out_len as u64 - 1;
                 ctx.signal_ready(dst);
             } else if ctx.keys.delete(db, dst) {
                 ctx.modified(dst);
+                ctx.notify(ev::GENERIC, "del", dst);
             }
             ctx.out.int(out_len as i64);
         }

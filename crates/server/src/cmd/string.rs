@@ -12,6 +12,7 @@
 //! default) or that cannot be allocated; sizes are computed with checked
 //! arithmetic.
 
+use crate::exec::notify::class as ev;
 use std::ops::Range;
 use std::sync::atomic::Ordering;
 
@@ -338,6 +339,10 @@ fn set_generic(
             ctx.propagate_set_pxat(key, value, at);
         }
         ctx.modified(key);
+        ctx.notify(ev::STRING, "set", key);
+        if expire_at.is_some() {
+            ctx.notify(ev::GENERIC, "expire", key);
+        }
     }
     if !opts.get {
         match (replies, applies) {
@@ -428,6 +433,7 @@ fn getset(ctx: &mut Ctx<'_>, args: Args<'_>) {
         .set(ctx.db, key, Value::Str(StrValue::from_bytes(args.get(2))));
     ctx.propagate(&[b"SET", key, args.get(2)]);
     ctx.modified(key);
+    ctx.notify(ev::STRING, "set", key);
 }
 
 /// GETDEL key: replies the value (or null) and deletes the key.
@@ -440,6 +446,7 @@ fn getdel(ctx: &mut Ctx<'_>, args: Args<'_>) {
         let lazy = ctx.server.config.lazyfree_lazy_user_del();
         ctx.propagate_del(key, lazy);
         ctx.modified(key);
+        ctx.notify(ev::GENERIC, "del", key);
     }
 }
 
@@ -463,6 +470,11 @@ fn getex(ctx: &mut Ctx<'_>, args: Args<'_>) {
         }
     };
     let absolute = opts.expire.is_some_and(|(kind, _)| kind.is_absolute());
+    let event = match (expire_at, opts.persist) {
+        (Some(at), _) if absolute && at <= now => "del",
+        (Some(_), _) => "expire",
+        _ => "persist",
+    };
     let changed = match expire_at {
         Some(at) if absolute && at <= now => {
             let removed = ctx.keys.delete_expired(ctx.db, key);
@@ -489,6 +501,7 @@ fn getex(ctx: &mut Ctx<'_>, args: Args<'_>) {
     };
     if changed {
         ctx.modified(key);
+        ctx.notify(ev::GENERIC, event, key);
     }
 }
 
@@ -526,6 +539,7 @@ fn mset_generic(ctx: &mut Ctx<'_>, args: Args<'_>, nx: bool, cmd: &str) -> bool 
         ctx.keys
             .set(ctx.db, key, Value::Str(StrValue::from_bytes(value)));
         ctx.modified(key);
+        ctx.notify(ev::STRING, "set", key);
     }
     true
 }
@@ -569,6 +583,7 @@ fn append(ctx: &mut Ctx<'_>, args: Args<'_>) {
         }
     };
     ctx.modified(key);
+    ctx.notify(ev::STRING, "append", key);
     ctx.out.int(len as i64);
 }
 
@@ -675,6 +690,7 @@ fn setrange(ctx: &mut Ctx<'_>, args: Args<'_>) {
         }
     };
     ctx.modified(key);
+    ctx.notify(ev::STRING, "setrange", key);
     ctx.out.int(len as i64);
 }
 
@@ -702,6 +718,7 @@ fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], delta: i64) {
         }
     };
     ctx.modified(key);
+    ctx.notify(ev::STRING, "incrby", key);
     ctx.out.int(new);
 }
 
@@ -769,6 +786,7 @@ fn incrbyfloat(ctx: &mut Ctx<'_>, args: Args<'_>) {
     });
     ctx.keys.set_keep_ttl(ctx.db, key, value);
     ctx.modified(key);
+    ctx.notify(ev::STRING, "incrbyfloat", key);
 }
 
 // ---------------------------------------------------------------------------

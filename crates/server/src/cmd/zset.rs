@@ -10,6 +10,7 @@
 //! Scores are printed as Redis 7.0 does: RESP2 bulk strings in `%.17g` form,
 //! RESP3 doubles (both through `ReplyBuf::double`).
 
+use crate::exec::notify::class as ev;
 use std::collections::HashMap;
 
 use vireo_resp::number::{format_double, parse_f64, parse_f64_lenient};
@@ -249,12 +250,17 @@ fn reply_missing(out: &mut ReplyBuf, missing: Missing) {
     }
 }
 
-/// Deletes `key` if the write left its zset empty, then records the write.
-fn finish_write(ctx: &mut Ctx<'_>, key: &[u8], now_empty: bool) {
+/// Deletes `key` if the write left its zset empty, then records the write
+/// and publishes `event` (and `del` for the deletion).
+fn finish_write(ctx: &mut Ctx<'_>, key: &[u8], now_empty: bool, event: &str) {
     if now_empty {
         ctx.keys.delete(ctx.db, key);
     }
     ctx.modified(key);
+    ctx.notify(ev::ZSET, event, key);
+    if now_empty {
+        ctx.notify(ev::GENERIC, "del", key);
+    }
 }
 
 fn is_resp3(out: &ReplyBuf) -> bool {
@@ -473,6 +479,7 @@ fn zadd_generic(ctx: &mut Ctx<'_>, args: Args<'_>, mut f: AddFlags) {
     }
     if added + updated > 0 {
         ctx.modified(key);
+        ctx.notify(ev::ZSET, if f.incr { "zincr" } else { "zadd" }, key);
         ctx.dirty += (added + updated - 1) as u64;
         if added > 0 {
             ctx.signal_ready(key);
@@ -510,7 +517,7 @@ fn zrem(ctx: &mut Ctx<'_>, args: Args<'_>) {
     }
     let empty = z.is_empty();
     if deleted > 0 {
-        finish_write(ctx, key, empty);
+        finish_write(ctx, key, empty, "zrem");
         ctx.dirty += deleted as u64 - 1;
     }
     ctx.out.int(deleted);
@@ -877,7 +884,7 @@ fn range_generic(
             .map(|(m, sc)| (m.to_vec(), sc))
             .collect()
     });
-    store_zset_result(ctx, dst, items);
+    store_zset_result(ctx, dst, items, "zrangestore");
 }
 
 /// ZCOUNT key min max: the number of members with a score in range.
@@ -930,7 +937,12 @@ fn remrange_generic(ctx: &mut Ctx<'_>, args: Args<'_>, by: By) {
     let removed = z.remove_range(s, e);
     let empty = z.is_empty();
     if removed > 0 {
-        finish_write(ctx, key, empty);
+        let event = match by {
+            By::Rank | By::Auto => "zremrangebyrank",
+            By::Score => "zremrangebyscore",
+            By::Lex => "zremrangebylex",
+        };
+        finish_write(ctx, key, empty, event);
         ctx.dirty += removed as u64 - 1;
     }
     ctx.out.int(removed as i64);
@@ -970,9 +982,22 @@ fn pop_generic(ctx: &mut Ctx<'_>, args: Args<'_>, max: bool) {
     if !popped.is_empty() {
         ctx.modified(key);
         ctx.dirty += popped.len() as u64 - 1;
+        notify_zpopped(ctx, key, max);
     }
     let nested = count.is_some() && is_resp3(ctx.out);
     reply_owned(ctx.out, &popped, true, nested);
+}
+
+/// Redis's events for a pop from `key`: `zpopmin`/`zpopmax`, then `del`
+/// if the set emptied.
+fn notify_zpopped(ctx: &mut Ctx<'_>, key: &[u8], max: bool) {
+    if crate::exec::notify::flags(ctx.server) == 0 {
+        return;
+    }
+    ctx.notify(ev::ZSET, if max { "zpopmax" } else { "zpopmin" }, key);
+    if !ctx.keys.contains(ctx.db, key) {
+        ctx.notify(ev::GENERIC, "del", key);
+    }
 }
 
 /// Parses `numkeys key [key ...]` at argument `at` for ZMPOP-style commands
@@ -1055,6 +1080,7 @@ fn zmpop(ctx: &mut Ctx<'_>, args: Args<'_>) {
                 ctx.propagate(&super::shared::pop_effect(pop, key, popped.len()));
                 ctx.modified(key);
                 ctx.dirty += popped.len() as u64 - 1;
+                notify_zpopped(ctx, key, max);
                 return reply_mpop(ctx.out, key, &popped);
             }
         }
@@ -1451,7 +1477,7 @@ fn setop_generic(ctx: &mut Ctx<'_>, args: Args<'_>, op: SetOp, dst: Option<&[u8]
         }
     };
     match dst {
-        Some(dst) => store_zset_result(ctx, dst, result),
+        Some(dst) => store_zset_result(ctx, dst, result, name),
         None => {
             let mut result = result;
             result.sort_by(|a, b| cmp_entries((a.1, &a.0), (b.1, &b.0)));

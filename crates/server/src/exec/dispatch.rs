@@ -65,6 +65,10 @@ pub fn run(
     // as Redis ignores maxmemory while loading.
     let oom = if session.replaying {
         None
+    } else if crate::exec::tracking::active(server) {
+        crate::exec::tracking::with_early_delivery(session.id, out, || {
+            oom_rejection(server, session, cmd)
+        })
     } else {
         oom_rejection(server, session, cmd)
     };
@@ -82,6 +86,12 @@ pub fn run(
     if let Some(msg) = persistence_rejection(server, session, cmd) {
         reject(server, session, out, Some(cmd), &msg);
         return Outcome::Done;
+    }
+    if session.subs.active() && out.protocol() == vireo_resp::Protocol::Resp2 {
+        if let Some(msg) = crate::exec::pubsub::subscribed_mode_rejection(spec) {
+            reject(server, session, out, Some(cmd), &msg);
+            return Outcome::Done;
+        }
     }
     if session.in_multi()
         && !matches!(
@@ -118,6 +128,9 @@ pub fn run(
     let mut keys = lock_for(server, session, cmd, args);
     // CLIENT NO-TOUCH: this client's lookups leave access times alone.
     keys.set_no_touch(session.no_touch);
+    if crate::exec::notify::flags(server) & crate::exec::notify::class::NEW != 0 {
+        keys.record_created();
+    }
     let replaying = session.replaying;
     let mut ctx = Ctx {
         server,
@@ -130,6 +143,7 @@ pub fn run(
         // The AOF's fake client never waits (Redis asserts it cannot).
         deny_blocking: replaying,
         effects: None,
+        expired_announced: 0,
     };
     if ctx.session.reply_mode == ReplyMode::SkipNext {
         ctx.session.reply_mode = ReplyMode::Skipping;
@@ -171,6 +185,12 @@ pub fn run(
             session.reply_mode = ReplyMode::On;
         }
         ReplyMode::On | ReplyMode::SkipNext => {}
+    }
+    crate::exec::pubsub::restore_held_pushes(session, out);
+    crate::exec::tracking::command_done(session, spec.name);
+    if crate::exec::tracking::active(server) {
+        let mut local = crate::exec::pubsub::Local { session, out };
+        crate::exec::tracking::after_command(server, &mut local);
     }
     Outcome::Done
 }
@@ -384,9 +404,20 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: CmdRef, args: Args<'_>) {
     let result = catch_unwind(AssertUnwindSafe(|| (spec.handler)(ctx, args)));
     let elapsed_us = command_end_us().saturating_sub(start);
     signal_expired(ctx);
+    if crate::exec::notify::flags(server) != 0 || crate::exec::tracking::active(server) {
+        crate::exec::notify::flush_pending(ctx);
+        if spec.has(flags::READONLY) && !spec.has(flags::PUBSUB) {
+            let keys = spec
+                .reported_keys(args)
+                .into_iter()
+                .map(|i| args.get(i).into());
+            crate::exec::tracking::remember_keys(server, ctx.session, keys);
+        }
+    }
     // A replayed AOF (DEBUG LOADAOF) is not logged again.
     if server.aof.is_logging() && !ctx.session.replaying {
         collect_effects(ctx, cmd, args, dirty_before);
+        ctx.expired_announced = 0;
     }
     if result.is_err() {
         tracing::error!(
@@ -576,8 +607,10 @@ fn slowlog_maybe_push(server: &Server, session: &Session, args: Args<'_>, us: u6
 }
 
 /// Cleans up after a client disconnects: WATCH registrations, MONITOR, a
-/// wait for keys.
+/// wait for keys, subscriptions.
 pub fn on_disconnect(server: &Server, session: &mut Session) {
+    crate::exec::pubsub::forget_client(server, session);
+    crate::exec::tracking::disable(server, session);
     crate::exec::blocking::abandon(server, session);
     crate::exec::multi::unwatch_all(server, session);
     crate::exec::monitor::stop_monitor(server, session);

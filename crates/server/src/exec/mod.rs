@@ -6,3 +6,6 @@ pub mod blocking;
 pub mod dispatch;
 pub mod monitor;
 pub mod multi;
+pub mod notify;
+pub mod pubsub;
+pub mod tracking;

@@ -183,8 +183,10 @@ fn evict_until_under(server: &Server, mut used: u64, limit: u64) -> EvictResult 
     let mut pool = server.evictor.lock_pool();
     let mut evicted = 0u64;
     while used > limit {
-        let mut log =
-            |db: usize, key: &[u8]| crate::persist::aof::log_deletion(server, db, key, lazy);
+        let mut log = |db: usize, key: &[u8]| {
+            crate::persist::aof::log_deletion(server, db, key, lazy);
+            crate::exec::notify::key_gone(server, "evicted", db, key);
+        };
         let Some(ev) = server
             .keyspace
             .evict_one(policy, samples, &mut pool, &mut log)
@@ -206,6 +208,7 @@ fn evict_until_under(server: &Server, mut used: u64, limit: u64) -> EvictResult 
         }
         used = used_for_eviction(server);
     }
+    crate::exec::tracking::broadcast(server, None);
     EvictResult::Ok
 }
 

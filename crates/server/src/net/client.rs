@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::atomic::{
-    AtomicBool, AtomicI64, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+    AtomicBool, AtomicI64, AtomicPtr, AtomicU16, AtomicU64, AtomicU8, AtomicUsize, Ordering,
 };
 use std::sync::Arc;
 
@@ -16,17 +16,23 @@ use crate::cmd::CommandSpec;
 
 /// Flag bits mirrored for CLIENT LIST's `flags=` field.
 pub mod cflags {
-    pub const MULTI: u8 = 1;
-    pub const MONITOR: u8 = 1 << 1;
-    pub const CLOSE_AFTER_REPLY: u8 = 1 << 2;
-    pub const NO_EVICT: u8 = 1 << 3;
-    pub const NO_TOUCH: u8 = 1 << 4;
-    pub const UNIX: u8 = 1 << 5;
+    pub const MULTI: u16 = 1;
+    pub const MONITOR: u16 = 1 << 1;
+    pub const CLOSE_AFTER_REPLY: u16 = 1 << 2;
+    pub const NO_EVICT: u16 = 1 << 3;
+    pub const NO_TOUCH: u16 = 1 << 4;
+    pub const UNIX: u16 = 1 << 5;
     /// Subscribed to at least one channel or pattern (CLIENT LIST `TYPE
     /// pubsub`); set by the pub/sub commands.
-    pub const PUBSUB: u8 = 1 << 6;
+    pub const PUBSUB: u16 = 1 << 6;
     /// Blocked: waiting for keys, or held back by CLIENT PAUSE.
-    pub const BLOCKED: u8 = 1 << 7;
+    pub const BLOCKED: u16 = 1 << 7;
+    /// CLIENT TRACKING is on (`t`).
+    pub const TRACKING: u16 = 1 << 8;
+    /// Tracking redirects to a client that is gone (`R`).
+    pub const TRACKING_BROKEN_REDIR: u16 = 1 << 9;
+    /// Tracking in broadcast mode (`B`).
+    pub const TRACKING_BCAST: u16 = 1 << 10;
 }
 
 /// The part of a client other threads may read or act on. Written by the
@@ -46,7 +52,7 @@ pub struct ClientShared {
     pub db: AtomicUsize,
     pub last_interaction_ms: AtomicU64,
     last_cmd: AtomicPtr<CommandSpec>,
-    pub flags: AtomicU8,
+    pub flags: AtomicU16,
     pub resp: AtomicU8,
     pub qbuf: AtomicUsize,
     pub qbuf_free: AtomicUsize,
@@ -59,6 +65,13 @@ pub struct ClientShared {
     /// [`ClientRegistry::account`].
     pub tot_mem: AtomicUsize,
     pub watch_count: AtomicUsize,
+    /// Channels, patterns and shard channels subscribed to (CLIENT LIST
+    /// `sub`, `psub`, `ssub`).
+    pub sub: AtomicUsize,
+    pub psub: AtomicUsize,
+    pub ssub: AtomicUsize,
+    /// CLIENT TRACKING REDIRECT target (CLIENT LIST `redir`), -1 for none.
+    pub redir: AtomicI64,
     /// Set by CLIENT KILL; the owning worker closes the connection.
     pub killed: AtomicBool,
 }
@@ -78,7 +91,7 @@ impl ClientShared {
             db: AtomicUsize::new(0),
             last_interaction_ms: AtomicU64::new(now),
             last_cmd: AtomicPtr::new(std::ptr::null_mut()),
-            flags: AtomicU8::new(if unix { cflags::UNIX } else { 0 }),
+            flags: AtomicU16::new(if unix { cflags::UNIX } else { 0 }),
             resp: AtomicU8::new(2),
             qbuf: AtomicUsize::new(0),
             qbuf_free: AtomicUsize::new(0),
@@ -87,6 +100,10 @@ impl ClientShared {
             multi_mem: AtomicUsize::new(0),
             tot_mem: AtomicUsize::new(0),
             watch_count: AtomicUsize::new(0),
+            sub: AtomicUsize::new(0),
+            psub: AtomicUsize::new(0),
+            ssub: AtomicUsize::new(0),
+            redir: AtomicI64::new(-1),
             killed: AtomicBool::new(false),
         }
     }
@@ -113,7 +130,7 @@ impl ClientShared {
     }
 
     /// Sets or clears a flag bit.
-    pub fn set_flag(&self, bit: u8, on: bool) {
+    pub fn set_flag(&self, bit: u16, on: bool) {
         if on {
             self.flags.fetch_or(bit, Ordering::Relaxed);
         } else {
@@ -134,7 +151,7 @@ impl ClientShared {
     pub fn info_line(&self) -> String {
         let now = now_ms();
         let flags = self.flags.load(Ordering::Relaxed);
-        let has = |bit: u8| flags & bit != 0;
+        let has = |bit: u16| flags & bit != 0;
         let mut f = String::new();
         // Redis's letters, in its order; `A` (close ASAP) is a killed client.
         for (on, ch) in [
@@ -142,6 +159,9 @@ impl ClientShared {
             (has(cflags::PUBSUB), 'P'),
             (has(cflags::MULTI), 'x'),
             (has(cflags::BLOCKED), 'b'),
+            (has(cflags::TRACKING), 't'),
+            (has(cflags::TRACKING_BROKEN_REDIR), 'R'),
+            (has(cflags::TRACKING_BCAST), 'B'),
             (has(cflags::CLOSE_AFTER_REPLY), 'c'),
             (self.killed.load(Ordering::Relaxed), 'A'),
             (has(cflags::UNIX), 'U'),
@@ -165,9 +185,9 @@ impl ClientShared {
         let mut s = String::with_capacity(256);
         let _ = write!(
             s,
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} \
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} \
              qbuf={} qbuf-free={} argv-mem=0 multi-mem={} rbs={} rbp=0 obl=0 oll=0 omem={} tot-mem={} \
-             events={} cmd={} user=default redir=-1 resp={}",
+             events={} cmd={} user=default redir={} resp={}",
             self.id,
             self.addr,
             self.laddr,
@@ -177,6 +197,9 @@ impl ClientShared {
             now.saturating_sub(self.last_interaction_ms.load(Ordering::Relaxed)) / 1000,
             f,
             self.db.load(Ordering::Relaxed),
+            self.sub.load(Ordering::Relaxed),
+            self.psub.load(Ordering::Relaxed),
+            self.ssub.load(Ordering::Relaxed),
             multi,
             qbuf,
             self.qbuf_free.load(Ordering::Relaxed),
@@ -186,6 +209,7 @@ impl ClientShared {
             self.tot_mem.load(Ordering::Relaxed).max(qbuf + omem),
             if omem > 0 { "rw" } else { "r" },
             self.last_cmd(),
+            self.redir.load(Ordering::Relaxed),
             self.resp.load(Ordering::Relaxed),
         );
         s

@@ -419,6 +419,7 @@ impl Conn {
             + self.parser.memory()
             + self.out.capacity()
             + self.session.multi_memory()
+            + self.session.subs.memory()
     }
 
     /// Publishes [`Self::memory_usage`] to the client registry (CLIENT LIST
@@ -501,8 +502,8 @@ impl Conn {
     }
 }
 
-/// Enforces `client-output-buffer-limit` for normal clients (MONITOR ones
-/// included, as in Redis) with `used` bytes of pending output: past the hard
+/// Enforces `client-output-buffer-limit` for the client's class (normal,
+/// MONITOR ones included, or pubsub, as in Redis) with `used` bytes of pending output: past the hard
 /// limit, or over the soft limit for longer than its seconds, the client is
 /// flagged to be closed at once, counted and logged, like Redis's
 /// `closeClientOnOutputBufferLimitReached`. Returns true while the client is
@@ -513,7 +514,14 @@ pub fn output_limit_reached(server: &Server, session: &mut Session, used: usize)
     if shared.killed.load(Ordering::Relaxed) {
         return true;
     }
-    let lim = &server.config.hot.client_output_buffer_limits[0];
+    // Redis's client classes: subscribed clients are `pubsub` (2), the
+    // rest `normal` (0) until replication brings `replica`.
+    let class = if shared.flags.load(Ordering::Relaxed) & cflags::PUBSUB != 0 {
+        2
+    } else {
+        0
+    };
+    let lim = &server.config.hot.client_output_buffer_limits[class];
     let hard = lim.hard.load(Ordering::Relaxed) as usize;
     let soft = lim.soft.load(Ordering::Relaxed) as usize;
     let over = if hard > 0 && used >= hard {

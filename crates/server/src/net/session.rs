@@ -81,6 +81,13 @@ pub struct Session {
     /// The fake client replaying the AOF at start-up: not subject to
     /// `maxmemory` or CLIENT PAUSE, and never blocks.
     pub replaying: bool,
+    /// Pub/Sub subscriptions.
+    pub subs: crate::exec::pubsub::ClientSubs,
+    /// Pushes written while CLIENT REPLY drops replies, put back after the
+    /// command (see [`crate::exec::pubsub::Local::push`]).
+    pub held_pushes: Vec<u8>,
+    /// CLIENT TRACKING state.
+    pub tracking: crate::exec::tracking::ClientTracking,
 }
 
 impl Session {
@@ -105,6 +112,9 @@ impl Session {
             aof_wait: 0,
             aof_unit: crate::persist::aof::Unit::default(),
             replaying: false,
+            subs: Default::default(),
+            held_pushes: Vec::new(),
+            tracking: Default::default(),
         }
     }
 

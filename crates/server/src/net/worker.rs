@@ -51,6 +51,10 @@ pub enum Msg {
         reply: Vec<u8>,
         failed: bool,
     },
+    /// A Pub/Sub message or invalidation for these clients of the
+    /// worker, encoded as a RESP2 array (see
+    /// [`crate::exec::pubsub::write_push`]).
+    Push { ids: Vec<u64>, encoded: Arc<[u8]> },
     /// Just look around (shutdown, unpause).
     Wake,
 }
@@ -182,6 +186,8 @@ impl Worker {
                 .inbox
                 .lock(),
         );
+        // Connections given pushes, flushed once after the batch.
+        let mut pushed = Vec::new();
         for msg in msgs {
             match msg {
                 Msg::NewConn {
@@ -211,8 +217,21 @@ impl Worker {
                         self.unblocked(idx, &waiter, &reply, failed);
                     }
                 }
+                Msg::Push { ids, encoded } => {
+                    for id in ids {
+                        if let Some(&idx) = self.by_id.get(&id) {
+                            crate::exec::pubsub::write_push(&mut self.conns[idx].out, &encoded);
+                            pushed.push(idx);
+                        }
+                    }
+                }
                 Msg::Wake => {}
             }
+        }
+        pushed.sort_unstable();
+        pushed.dedup();
+        for idx in pushed {
+            self.flush(idx);
         }
     }
 

@@ -34,10 +34,12 @@ pub fn run(server: Arc<Server>) {
                 .keyspace
                 .active_expire_cycle(period / 4, &mut |db, key| {
                     crate::persist::aof::log_deletion(&server, db, key, lazy);
+                    crate::exec::notify::key_gone(&server, "expired", db, key);
                     if server.blocking.has_waiters(&server.keyspace, db, key) {
                         waited.push((db, vireo_store::Key::from(key)));
                     }
                 });
+            crate::exec::tracking::broadcast(&server, None);
             if !waited.is_empty() {
                 crate::exec::blocking::serve_deferred(&server, waited);
             }

@@ -1,0 +1,350 @@
+//! Pub/Sub, keyspace notifications and client tracking against the real
+//! server, with subscribers and publishers on different workers, and the
+//! same scripts compared with a real `redis-server` when one is installed.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+/// A raw RESP connection that reads whole values as their bytes.
+struct Raw {
+    w: TcpStream,
+    r: BufReader<TcpStream>,
+}
+
+impl Raw {
+    fn connect(port: u16) -> Raw {
+        let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        Raw {
+            w: s.try_clone().unwrap(),
+            r: BufReader::new(s),
+        }
+    }
+
+    fn send(&mut self, args: &[&str]) {
+        let mut b = format!("*{}\r\n", args.len()).into_bytes();
+        for a in args {
+            b.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
+        }
+        self.w.write_all(&b).unwrap();
+    }
+
+    /// Sends a command and reads one value.
+    fn call(&mut self, args: &[&str]) -> String {
+        self.send(args);
+        self.read()
+    }
+
+    /// One RESP value as text (CRLFs kept).
+    fn read(&mut self) -> String {
+        let mut out = Vec::new();
+        self.value(&mut out);
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    fn value(&mut self, out: &mut Vec<u8>) {
+        let mut line = Vec::new();
+        self.r.read_until(b'\n', &mut line).expect("read");
+        assert!(!line.is_empty(), "connection closed");
+        out.extend_from_slice(&line);
+        let n: i64 = std::str::from_utf8(&line[1..line.len() - 2])
+            .unwrap_or("0")
+            .parse()
+            .unwrap_or(0);
+        match line[0] {
+            b'$' | b'=' if n >= 0 => {
+                let mut body = vec![0; n as usize + 2];
+                self.r.read_exact(&mut body).unwrap();
+                out.extend_from_slice(&body);
+            }
+            b'*' | b'>' | b'~' => (0..n.max(0)).for_each(|_| self.value(out)),
+            b'%' => (0..2 * n.max(0)).for_each(|_| self.value(out)),
+            _ => {}
+        }
+    }
+}
+
+/// `["message", channel, payload]` as RESP2 text.
+fn message(kind: &str, parts: &[&str]) -> String {
+    let mut s = format!("*{}\r\n${}\r\n{kind}\r\n", parts.len() + 1, kind.len());
+    for p in parts {
+        s.push_str(&format!("${}\r\n{p}\r\n", p.len()));
+    }
+    s
+}
+
+#[test]
+fn messages_reach_every_worker_in_order_and_publish_counts_receivers() {
+    let srv = common::Server::start(&["--io-threads", "4"]);
+    let mut subs: Vec<Raw> = (0..6).map(|_| Raw::connect(srv.port)).collect();
+    for s in subs.iter_mut().take(5) {
+        assert_eq!(
+            s.call(&["SUBSCRIBE", "news"]),
+            "*3\r\n$9\r\nsubscribe\r\n$4\r\nnews\r\n:1\r\n"
+        );
+    }
+    let p = subs[5].call(&["PSUBSCRIBE", "n*"]);
+    assert!(p.starts_with("*3\r\n$10\r\npsubscribe\r\n"), "{p}");
+    let mut publisher = Raw::connect(srv.port);
+    for i in 0..500 {
+        let n = publisher.call(&["PUBLISH", "news", &i.to_string()]);
+        assert_eq!(n, ":6\r\n", "five channel subscribers and one pattern");
+    }
+    for s in subs.iter_mut().take(5) {
+        for i in 0..500 {
+            assert_eq!(s.read(), message("message", &["news", &i.to_string()]));
+        }
+    }
+    for i in 0..500 {
+        assert_eq!(
+            subs[5].read(),
+            message("pmessage", &["n*", "news", &i.to_string()])
+        );
+    }
+    assert_eq!(publisher.call(&["PUBLISH", "other", "x"]), ":0\r\n");
+    let numsub = publisher.call(&["PUBSUB", "NUMSUB", "news", "none"]);
+    assert_eq!(numsub, "*4\r\n$4\r\nnews\r\n:5\r\n$4\r\nnone\r\n:0\r\n");
+    assert_eq!(publisher.call(&["PUBSUB", "NUMPAT"]), ":1\r\n");
+    // Disconnected subscribers are forgotten.
+    drop(subs);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(publisher.call(&["PUBLISH", "news", "x"]), ":0\r\n");
+    assert_eq!(publisher.call(&["PUBSUB", "CHANNELS"]), "*0\r\n");
+}
+
+#[test]
+fn resp2_subscribed_mode_limits_commands_and_resp3_does_not() {
+    let srv = common::Server::start(&["--io-threads", "2"]);
+    let mut c = Raw::connect(srv.port);
+    c.call(&["SUBSCRIBE", "a"]);
+    assert_eq!(
+        c.call(&["GET", "x"]),
+        "-ERR Can't execute 'get': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context\r\n"
+    );
+    assert_eq!(c.call(&["PING"]), "*2\r\n$4\r\npong\r\n$0\r\n\r\n");
+    assert_eq!(c.call(&["PING", "hi"]), "*2\r\n$4\r\npong\r\n$2\r\nhi\r\n");
+    assert_eq!(c.call(&["RESET"]), "+RESET\r\n");
+    assert_eq!(c.call(&["GET", "x"]), "$-1\r\n");
+    // RESP3: pushes interleave with replies; the publisher's own copy
+    // comes before PUBLISH's reply.
+    c.call(&["HELLO", "3"]);
+    assert_eq!(
+        c.call(&["SUBSCRIBE", "a"]),
+        ">3\r\n$9\r\nsubscribe\r\n$1\r\na\r\n:1\r\n"
+    );
+    assert_eq!(c.call(&["GET", "x"]), "_\r\n");
+    assert_eq!(
+        c.call(&["PUBLISH", "a", "m"]),
+        ">3\r\n$7\r\nmessage\r\n$1\r\na\r\n$1\r\nm\r\n"
+    );
+    assert_eq!(c.read(), ":1\r\n");
+    assert_eq!(
+        c.call(&["UNSUBSCRIBE", "zz"]),
+        ">3\r\n$11\r\nunsubscribe\r\n$2\r\nzz\r\n:1\r\n"
+    );
+}
+
+#[test]
+fn a_subscriber_that_never_reads_is_cut_off_and_the_publisher_goes_on() {
+    let srv = common::Server::start(&["--io-threads", "2"]);
+    let mut con = srv.conn();
+    common::ok(
+        &mut con,
+        &[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "pubsub 256kb 0 0",
+        ],
+    );
+    let mut lazy = Raw::connect(srv.port);
+    lazy.call(&["SUBSCRIBE", "flood"]);
+    let payload = "x".repeat(16 * 1024);
+    let mut publisher = Raw::connect(srv.port);
+    for _ in 0..2000 {
+        publisher.call(&["PUBLISH", "flood", &payload]);
+    }
+    let mut gone = false;
+    for _ in 0..50 {
+        if publisher.call(&["PUBLISH", "flood", "x"]) == ":0\r\n" {
+            gone = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(gone, "the lazy subscriber was not disconnected");
+    let list = common::q(&mut con, &["CLIENT", "LIST", "TYPE", "pubsub"]).unwrap();
+    assert_eq!(list, redis::Value::BulkString(Vec::new()));
+}
+
+#[test]
+fn keyspace_events_arrive_in_redis_order() {
+    let srv = common::Server::start(&["--io-threads", "2"]);
+    let mut con = srv.conn();
+    common::ok(
+        &mut con,
+        &["CONFIG", "SET", "notify-keyspace-events", "KEAn"],
+    );
+    assert_eq!(
+        common::q(&mut con, &["CONFIG", "GET", "notify-keyspace-events"]).unwrap(),
+        redis::Value::Array(vec![
+            redis::Value::BulkString(b"notify-keyspace-events".to_vec()),
+            redis::Value::BulkString(b"AKE".to_vec()),
+        ])
+    );
+    let mut sub = Raw::connect(srv.port);
+    sub.call(&["PSUBSCRIBE", "__keyevent@0__:*"]);
+    for cmd in [
+        &["RPUSH", "l", "a"][..],
+        &["LPOP", "l"],
+        &["SET", "s", "1", "EX", "100"],
+        &["RENAME", "s", "t"],
+        &["HSET", "h", "f", "v"],
+        &["DEL", "h", "t", "nothing"],
+    ] {
+        common::ok(&mut con, cmd);
+    }
+    let expected = [
+        ("new", "l"),
+        ("rpush", "l"),
+        ("lpop", "l"),
+        ("del", "l"),
+        ("new", "s"),
+        ("set", "s"),
+        ("expire", "s"),
+        ("new", "t"),
+        ("rename_from", "s"),
+        ("rename_to", "t"),
+        ("new", "h"),
+        ("hset", "h"),
+        ("del", "h"),
+        ("del", "t"),
+    ];
+    for (event, key) in expected {
+        let ch = format!("__keyevent@0__:{event}");
+        assert_eq!(
+            sub.read(),
+            message("pmessage", &["__keyevent@0__:*", &ch, key])
+        );
+    }
+}
+
+#[test]
+fn tracking_invalidates_resp3_and_redirected_resp2_clients() {
+    let srv = common::Server::start(&["--io-threads", "3"]);
+    let mut writer = Raw::connect(srv.port);
+    let mut cache = Raw::connect(srv.port);
+    cache.call(&["HELLO", "3"]);
+    assert_eq!(cache.call(&["CLIENT", "TRACKING", "on"]), "+OK\r\n");
+    cache.call(&["GET", "k"]);
+    writer.call(&["SET", "k", "1"]);
+    assert_eq!(cache.read(), ">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nk\r\n");
+    // Once reported, a key is forgotten until read again.
+    writer.call(&["SET", "k", "2"]);
+    assert_eq!(cache.call(&["PING"]), "+PONG\r\n");
+    // A RESP2 client redirecting to a subscriber of __redis__:invalidate.
+    let mut sink = Raw::connect(srv.port);
+    let sink_id = sink.call(&["CLIENT", "ID"]);
+    let sink_id = sink_id.trim_start_matches(':').trim();
+    sink.call(&["SUBSCRIBE", "__redis__:invalidate"]);
+    let mut r2 = Raw::connect(srv.port);
+    assert_eq!(
+        r2.call(&["CLIENT", "TRACKING", "on", "REDIRECT", sink_id]),
+        "+OK\r\n"
+    );
+    r2.call(&["MGET", "a", "b"]);
+    writer.call(&["SET", "a", "1"]);
+    assert_eq!(
+        sink.read(),
+        "*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n*1\r\n$1\r\na\r\n"
+    );
+    writer.call(&["FLUSHALL"]);
+    assert_eq!(
+        sink.read(),
+        "*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n$-1\r\n"
+    );
+    assert_eq!(r2.call(&["CLIENT", "GETREDIR"]), format!(":{sink_id}\r\n"));
+}
+
+/// The same scripts on Vireo and on redis-server: every reply and every
+/// message a subscriber receives must be identical.
+#[test]
+fn replies_and_messages_match_redis() {
+    if std::process::Command::new("redis-server")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("redis-server not on PATH: differential Pub/Sub test skipped");
+        return;
+    }
+    let redis = common::diff::start_redis();
+    let vireo = common::Server::start(&["--io-threads", "2"]);
+    let a = transcript(redis.port);
+    let b = transcript(vireo.port);
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!(x, y);
+    }
+}
+
+/// Runs a fixed script plus seeded random Pub/Sub traffic and returns what
+/// every connection received.
+fn transcript(port: u16) -> Vec<String> {
+    let mut log = Vec::new();
+    let mut admin = Raw::connect(port);
+    admin.call(&["FLUSHALL"]);
+    admin.call(&["CONFIG", "SET", "notify-keyspace-events", "KEg$lshzxe"]);
+    let mut sub = Raw::connect(port);
+    let mut psub = Raw::connect(port);
+    for cmd in [
+        &["SUBSCRIBE", "c1", "c2", "c1"][..],
+        &["UNSUBSCRIBE", "c9"],
+        &["SSUBSCRIBE", "s1"],
+    ] {
+        sub.send(cmd);
+        for _ in 1..cmd.len() {
+            log.push(sub.read());
+        }
+    }
+    psub.send(&["PSUBSCRIBE", "c?", "__key*__:*"]);
+    log.push(psub.read());
+    log.push(psub.read());
+    let mut rng = fastrand::Rng::with_seed(24);
+    let channels = ["c1", "c2", "c3", "s1"];
+    for _ in 0..200 {
+        let ch = channels[rng.usize(..channels.len())];
+        let msg = rng.u32(..1000).to_string();
+        let cmd: Vec<&str> = match rng.u8(..6) {
+            0 => vec!["PUBLISH", ch, &msg],
+            1 => vec!["SPUBLISH", ch, &msg],
+            2 => vec!["SET", ch, &msg],
+            3 => vec!["LPUSH", ch, &msg],
+            4 => vec!["DEL", ch],
+            _ => vec!["PUBSUB", "NUMSUB", ch],
+        };
+        let reply = admin.call(&cmd);
+        log.push(reply);
+    }
+    log.push(admin.call(&["PUBSUB", "NUMPAT"]));
+    log.push(admin.call(&["PUBSUB", "SHARDNUMSUB", "s1", "s2"]));
+    // Everything published has reached the subscribers once a PING sent
+    // after it is answered (the receiving side orders them).
+    std::thread::sleep(Duration::from_millis(200));
+    sub.send(&["PING"]);
+    psub.send(&["PING"]);
+    for c in [&mut sub, &mut psub] {
+        loop {
+            let v = c.read();
+            let done = v.starts_with("*2\r\n$4\r\npong");
+            log.push(v);
+            if done {
+                break;
+            }
+        }
+    }
+    log
+}
