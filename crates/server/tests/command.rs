@@ -269,6 +269,7 @@ fn only_commands_with_movable_keys_say_so() {
         "georadiusbymember",
         "xread",
         "xreadgroup",
+        "migrate",
     ];
     let Value::Array(all) = ok(&mut con, &["COMMAND"]) else {
         panic!()

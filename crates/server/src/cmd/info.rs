@@ -448,10 +448,9 @@ fn stats_section(server: &Server, w: &mut Lines<'_>) {
     w.kv("pubsub_channels", server.pubsub.channel_count());
     w.kv("pubsub_patterns", server.pubsub.pattern_count());
     w.kv("pubsubshard_channels", server.pubsub.shard_channel_count());
+    w.zeros(&["latest_fork_usec", "total_forks"]);
+    w.kv("migrate_cached_sockets", crate::net::outbound::cached());
     w.zeros(&[
-        "latest_fork_usec",
-        "total_forks",
-        "migrate_cached_sockets",
         "slave_expires_tracked_keys",
         "active_defrag_hits",
         "active_defrag_misses",

@@ -55,6 +55,7 @@ pub fn run(server: Arc<Server>) {
                 .sample_if_needed(threshold, "expire-cycle", ms);
         }
         crate::persist::rdb::cron(&server);
+        crate::net::outbound::close_idle();
         // Carries on an eviction a command's time budget cut short.
         crate::memory::evict::perform_evictions(&server);
         // Catches up on client memory the workers have not acted on yet.
