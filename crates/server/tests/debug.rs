@@ -88,12 +88,7 @@ fn load_dataset(c: &mut Raw, seed: u64) {
 
 #[test]
 fn digests_match_redis_for_the_same_dataset() {
-    if std::process::Command::new("redis-server")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("redis-server not installed: skipping the DEBUG DIGEST comparison");
+    if !common::diff::redis_server_available() {
         return;
     }
     let redis = start_redis_with(&["--enable-debug-command", "yes"]);

@@ -157,12 +157,7 @@ fn auth_and_connection_errors() {
 
 #[test]
 fn vireo_migrates_into_redis() {
-    if std::process::Command::new("redis-server")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("redis-server not installed: skipping MIGRATE into Redis");
+    if !common::diff::redis_server_available() {
         return;
     }
     let redis = start_redis_with(&[]);
