@@ -481,6 +481,9 @@ pub struct HotConfig {
     pub set_max_intset_entries: AtomicU64,
     pub zset_max_listpack_entries: AtomicU64,
     pub zset_max_listpack_value: AtomicU64,
+    /// `busy-reply-threshold` (ms): when a running script starts getting
+    /// other clients `-BUSY`.
+    pub busy_reply_threshold: AtomicU64,
 }
 
 /// A size threshold as usize (saturating on 32-bit targets).
@@ -922,6 +925,8 @@ impl Config {
             .store(u("zset-max-listpack-entries"), Ordering::Relaxed);
         h.zset_max_listpack_value
             .store(u("zset-max-listpack-value"), Ordering::Relaxed);
+        h.busy_reply_threshold
+            .store(u("busy-reply-threshold"), Ordering::Relaxed);
         let limits = self.raw("client-output-buffer-limit");
         let words: Vec<&str> = limits.split(' ').collect();
         for c in words.chunks(4).filter(|c| c.len() == 4) {

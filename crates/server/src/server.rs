@@ -191,6 +191,8 @@ pub struct Server {
     pub evictor: crate::memory::evict::Evictor,
     /// `maxmemory-clients` eviction state.
     pub client_eviction: crate::memory::client_evict::ClientEviction,
+    /// The script cache, function libraries and running scripts.
+    pub scripts: crate::exec::script::Scripts,
 }
 
 impl Server {
@@ -226,6 +228,7 @@ impl Server {
             lazyfree: lazyfree.clone(),
             evictor: crate::memory::evict::Evictor::default(),
             client_eviction: Default::default(),
+            scripts: crate::exec::script::Scripts::new(threads),
         };
         server
             .keyspace

@@ -81,6 +81,12 @@ pub struct Session {
     /// The fake client replaying the AOF at start-up: not subject to
     /// `maxmemory` or CLIENT PAUSE, and never blocks.
     pub replaying: bool,
+    /// A script is running commands for this client (MONITOR shows them
+    /// as `[db lua]`).
+    pub in_script: bool,
+    /// The error reply of the running command was counted already (a
+    /// script failing with a command's error).
+    pub error_counted: bool,
 }
 
 impl Session {
@@ -105,6 +111,8 @@ impl Session {
             aof_wait: 0,
             aof_unit: crate::persist::aof::Unit::default(),
             replaying: false,
+            in_script: false,
+            error_counted: false,
         }
     }
 

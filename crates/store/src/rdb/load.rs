@@ -518,18 +518,7 @@ pub enum PayloadError {
 /// CRC64 footer, then reads and fully validates the value. An empty
 /// collection is bad data.
 pub fn restore_payload(payload: &[u8], opts: &LoadOptions) -> Result<Value, PayloadError> {
-    if payload.len() < 10 {
-        return Err(PayloadError::VersionOrChecksum);
-    }
-    let (body, footer) = payload.split_at(payload.len() - 10);
-    let version = u16::from_le_bytes([footer[0], footer[1]]);
-    if version > RDB_VERSION {
-        return Err(PayloadError::VersionOrChecksum);
-    }
-    let stored = u64::from_le_bytes(footer[2..].try_into().unwrap_or_default());
-    if crc64(0, &payload[..payload.len() - 8]) != stored {
-        return Err(PayloadError::VersionOrChecksum);
-    }
+    let body = checked_payload_body(payload).ok_or(PayloadError::VersionOrChecksum)?;
     // A payload is already in memory: a window bigger than it is waste.
     let mut src = Src::new(body, body.len().min(PREALLOC_MAX));
     let r = src
@@ -543,6 +532,45 @@ pub fn restore_payload(payload: &[u8], opts: &LoadOptions) -> Result<Value, Payl
             key: None,
         })
     })
+}
+
+/// Why a FUNCTION RESTORE payload was refused.
+#[derive(Debug, PartialEq, Eq)]
+pub enum FunctionsPayloadError {
+    /// Too short, from a newer RDB version, or a bad checksum.
+    VersionOrChecksum,
+    /// A record is not a function library ("given type is not a function").
+    NotAFunction,
+    /// A record is cut short or malformed.
+    BadData,
+}
+
+/// Decodes a FUNCTION DUMP payload into the libraries' code, checking the
+/// version and CRC64 footer like [`restore_payload`].
+pub fn restore_functions(payload: &[u8]) -> Result<Vec<Vec<u8>>, FunctionsPayloadError> {
+    let body = checked_payload_body(payload).ok_or(FunctionsPayloadError::VersionOrChecksum)?;
+    let mut src = Src::new(body, body.len().min(PREALLOC_MAX));
+    let mut codes = Vec::new();
+    while src.offset() < body.len() as u64 {
+        match src.u8() {
+            Ok(opcode::FUNCTION2) => {}
+            Ok(_) => return Err(FunctionsPayloadError::NotAFunction),
+            Err(_) => return Err(FunctionsPayloadError::BadData),
+        }
+        codes.push(src.string().map_err(|_| FunctionsPayloadError::BadData)?);
+    }
+    Ok(codes)
+}
+
+/// The body of a DUMP-style payload whose version and checksum are good.
+fn checked_payload_body(payload: &[u8]) -> Option<&[u8]> {
+    if payload.len() < 10 {
+        return None;
+    }
+    let (body, footer) = payload.split_at(payload.len() - 10);
+    let version = u16::from_le_bytes([footer[0], footer[1]]);
+    let stored = u64::from_le_bytes(footer[2..].try_into().ok()?);
+    (version <= RDB_VERSION && crc64(0, &payload[..payload.len() - 8]) == stored).then_some(body)
 }
 
 /// Reads a value of type byte `ty`; None for an empty collection (which a

@@ -30,10 +30,13 @@ use std::fmt;
 
 pub use crc64::crc64;
 pub use encode::{
-    dump_payload, encode_value, write_aux, write_entry, write_eof, write_header, write_resize_db,
-    write_select_db, EncodeOptions,
+    dump_functions, dump_payload, encode_value, write_aux, write_entry, write_eof, write_function,
+    write_header, write_resize_db, write_select_db, EncodeOptions,
 };
-pub use load::{restore_payload, Item, LoadOptions, Loader, PayloadError};
+pub use load::{
+    restore_functions, restore_payload, FunctionsPayloadError, Item, LoadOptions, Loader,
+    PayloadError,
+};
 
 /// The RDB version Redis 7.0 writes and the newest Vireo reads.
 pub const RDB_VERSION: u16 = 10;
