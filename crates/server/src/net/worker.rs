@@ -284,13 +284,15 @@ impl Worker {
                 self.flush(idx);
             }
         }
+        let mut later = Vec::new();
         for idx in std::mem::take(&mut self.more_input) {
             if idx == running || self.conn(idx).is_none() {
-                self.more_input.push(idx);
-                break;
+                later.push(idx);
+            } else {
+                self.on_readable(idx);
             }
-            self.on_readable(idx);
         }
+        self.more_input.extend(later);
     }
 
     fn adopt(&mut self, mut stream: Stream, addr: String, laddr: String, fd: i32, unix: bool) {
