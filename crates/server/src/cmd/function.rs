@@ -129,15 +129,15 @@ fn delete(ctx: &mut Ctx<'_>, args: Args<'_>) {
 
 /// FUNCTION FLUSH [ASYNC|SYNC]: deletes every library.
 fn flush(ctx: &mut Ctx<'_>, args: Args<'_>) {
-    let valid = match args.len() {
-        2 => true,
-        3 => is(args.get(2), "async") || is(args.get(2), "sync"),
-        _ => false,
-    };
-    if !valid {
-        return ctx
-            .out
-            .error("ERR FUNCTION FLUSH only supports SYNC|ASYNC option");
+    match args.len() {
+        2 => {}
+        3 if is(args.get(2), "async") || is(args.get(2), "sync") => {}
+        3 => {
+            return ctx
+                .out
+                .error("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
+        }
+        _ => return ctx.out.error(&subcommand_syntax(args)),
     }
     run::function_flush(ctx.server, ctx.session.shared.worker);
     changed(ctx);
@@ -263,10 +263,7 @@ fn dump(ctx: &mut Ctx<'_>, _args: Args<'_>) {
 /// FUNCTION RESTORE payload [FLUSH|APPEND|REPLACE]
 fn restore(ctx: &mut Ctx<'_>, args: Args<'_>) {
     if args.len() > 4 {
-        return ctx.out.error(&format!(
-            "ERR unknown subcommand or wrong number of arguments for '{}'. Try FUNCTION HELP.",
-            super::text(args.get(1))
-        ));
+        return ctx.out.error(&subcommand_syntax(args));
     }
     let policy =
         match args.try_get(3) {
@@ -300,6 +297,14 @@ fn restore(ctx: &mut Ctx<'_>, args: Args<'_>) {
         }
         Err(e) => ctx.out.error(&e),
     }
+}
+
+/// Redis's `addReplySubcommandSyntaxError`.
+fn subcommand_syntax(args: Args<'_>) -> String {
+    format!(
+        "ERR unknown subcommand or wrong number of arguments for '{}'. Try FUNCTION HELP.",
+        super::text(args.get(1))
+    )
 }
 
 /// FUNCTION HELP.

@@ -316,10 +316,14 @@ fn persistence_rejection(
     args: Args<'_>,
 ) -> Option<std::borrow::Cow<'static, str>> {
     let spec = cmd.spec;
-    let denies =
-        spec.name == "ping" || has_flag_or_queued(server, session, cmd, args, flags::WRITE);
-    if denies {
+    let writes = has_flag_or_queued(server, session, cmd, args, flags::WRITE);
+    if writes || spec.name == "ping" {
         if let Some(msg) = disk_error(server) {
+            return Some(msg.into());
+        }
+    }
+    if writes && !session.replaying {
+        if let Some(msg) = replicas_error(server) {
             return Some(msg.into());
         }
     }
@@ -329,6 +333,15 @@ fn persistence_rejection(
         return Some("LOADING Redis is loading the dataset in memory".into());
     }
     None
+}
+
+/// NOREPLICAS while `min-replicas-to-write` asks for more good replicas
+/// than are connected (none: Vireo does not replicate yet).
+pub fn replicas_error(server: &Server) -> Option<&'static str> {
+    let hot = &server.config.hot;
+    let wanted = hot.min_replicas_to_write.load(Ordering::Relaxed);
+    let lag = hot.min_replicas_max_lag.load(Ordering::Relaxed);
+    (wanted > 0 && lag > 0).then_some("NOREPLICAS Not enough good replicas to write.")
 }
 
 /// Why writes are refused for persistence reasons (Redis's

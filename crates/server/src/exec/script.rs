@@ -782,6 +782,9 @@ impl ScriptHost<'_, '_> {
             if let Some(msg) = dispatch::disk_error(self.ctx.server) {
                 return Some(msg);
             }
+            if let Some(msg) = dispatch::replicas_error(self.ctx.server) {
+                return Some(msg.to_owned());
+            }
         }
         if !self.mode.allow_oom
             && self.mode.oom_at_start
@@ -958,9 +961,16 @@ struct Target {
     flags: ScriptFlags,
 }
 
-/// Parses `numkeys` with Redis's errors.
-fn numkeys(ctx: &mut Ctx<'_>, args: Args<'_>) -> Option<usize> {
-    let n = ctx.int_arg(args.get(2))?;
+/// Parses `numkeys` with Redis's errors (FCALL words a non-number its
+/// own way).
+fn numkeys(ctx: &mut Ctx<'_>, args: Args<'_>, kind: Kind) -> Option<usize> {
+    let Some(n) = vireo_resp::number::parse_i64(args.get(2)) else {
+        ctx.out.error(match kind {
+            Kind::Fcall => "ERR Bad number of keys provided",
+            _ => crate::cmd::errors::NOT_INT,
+        });
+        return None;
+    };
     if n > args.len() as i64 - 3 {
         ctx.out
             .error("ERR Number of keys can't be greater than number of args");
@@ -984,7 +994,10 @@ pub fn run_command(ctx: &mut Ctx<'_>, args: Args<'_>, kind: Kind, ro: bool) {
             .out
             .error("NOSCRIPT No matching script. Please use EVAL.");
     }
-    let Some(n) = numkeys(ctx, args) else {
+    if kind == Kind::Fcall && !function_exists(ctx, args.get(1)) {
+        return ctx.out.error("ERR Function not found");
+    }
+    let Some(n) = numkeys(ctx, args, kind) else {
         return;
     };
     let keys: Vec<&[u8]> = (3..3 + n).map(|i| args.get(i)).collect();
@@ -1009,6 +1022,14 @@ pub fn run_command(ctx: &mut Ctx<'_>, args: Args<'_>, kind: Kind, ro: bool) {
     // The commands the script ran were propagated one by one; the script
     // command itself is not.
     ctx.effects = Some(Vec::new());
+}
+
+/// Whether function `name` exists (FCALL checks it before `numkeys`).
+fn function_exists(ctx: &Ctx<'_>, name: &[u8]) -> bool {
+    with_engines(ctx.server, ctx.session.shared.worker, |e| {
+        e.functions.function(name).is_some()
+    })
+    .unwrap_or(false)
 }
 
 /// Finds the script or function to run.

@@ -284,15 +284,22 @@ impl Worker {
                 self.flush(idx);
             }
         }
-        let mut later = Vec::new();
-        for idx in std::mem::take(&mut self.more_input) {
-            if idx == running || self.conn(idx).is_none() {
-                later.push(idx);
-            } else {
-                self.on_readable(idx);
-            }
+        // Every other connection gets a turn, not only those with new
+        // events: an event the loop took just before the script started
+        // would not be reported again (edge-triggered polling).
+        let others: Vec<usize> = self
+            .conns
+            .iter()
+            .filter_map(|(i, c)| (i != running && c.is_some()).then_some(i))
+            .collect();
+        let deferred: Vec<usize> = std::mem::take(&mut self.more_input)
+            .into_iter()
+            .filter(|i| *i == running || self.conn(*i).is_none())
+            .collect();
+        for idx in others {
+            self.on_readable(idx);
         }
-        self.more_input.extend(later);
+        self.more_input.extend(deferred);
     }
 
     fn adopt(&mut self, mut stream: Stream, addr: String, laddr: String, fd: i32, unix: bool) {
