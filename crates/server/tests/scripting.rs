@@ -232,7 +232,7 @@ fn script_effects_reach_the_aof_as_a_transaction() {
         .collect();
     let joined = words.join(" ");
     assert!(
-        joined.contains("MULTI SET k v incr n EXEC"),
+        joined.contains("MULTI set k v incr n EXEC"),
         "script effects not wrapped: {joined}"
     );
     assert!(!joined.contains("EVAL"), "{joined}");

@@ -183,7 +183,9 @@ pub fn write_base(
     let now_ms = vireo_store::clock::now_ms();
     let functions_tx = tx.clone();
     let visitor = Arc::new(BaseChunks { tx, now_ms, format });
-    let at_cut = || {
+    // `move`: the sender must go with the closure, or the writer would wait
+    // for it forever.
+    let at_cut = move || {
         at_cut();
         // The libraries open the base: FUNCTION LOAD commands, or RDB
         // function records (the channel is empty at the cut).
