@@ -863,7 +863,7 @@ impl<'a> Keys<'a> {
         if self.holds_shard(idx) {
             return true;
         }
-        let above_all = self.guards.last().map_or(true, |(top, _)| idx > *top);
+        let above_all = self.guards.last().is_none_or(|(top, _)| idx > *top);
         if self.dynamic || !above_all || idx >= self.ks.shards.len() {
             return false;
         }

@@ -118,8 +118,11 @@ pub struct RunSlot {
     /// Bytes of this thread's FUNCTION Lua heap.
     function_vm: AtomicUsize,
     /// Once timed out: the script's name, its command and start.
-    timed_out_run: Mutex<Option<(String, Vec<Vec<u8>>, Instant)>>,
+    timed_out_run: Mutex<Option<TimedOutRun>>,
 }
+
+/// A timed-out run as FUNCTION STATS shows it: name, command, start.
+type TimedOutRun = (String, Vec<Vec<u8>>, Instant);
 
 /// Script state shared by every thread (one per server).
 pub struct Scripts {
@@ -527,14 +530,8 @@ pub fn function_load(
         let mut next = current.clone();
         next.insert(name.clone(), code.into());
         Ok(next)
-    })
-    .map_err(|e| duplicate_function_error(&e))?;
+    })?;
     Ok(name)
-}
-
-/// A load error as FUNCTION LOAD words it (the engine already does).
-fn duplicate_function_error(e: &str) -> String {
-    e.to_owned()
 }
 
 /// FUNCTION DELETE: false when there is no such library.
@@ -863,11 +860,11 @@ impl Host for ScriptHost<'_, '_> {
     }
 
     fn acl_check(&mut self, args: Args<'_>) -> Option<bool> {
-        // No ACLs yet: every existing command is allowed.
-        dispatch::lookup(args)
-            .ok()
-            .map(|_| true)
-            .or_else(|| crate::cmd::table().lookup(args.get(0)).map(|_| true))
+        // No ACLs yet: every existing command is allowed (arity aside).
+        match dispatch::lookup(args) {
+            Ok(_) | Err(dispatch::LookupError::Arity(_)) => Some(true),
+            Err(dispatch::LookupError::Unknown) => None,
+        }
     }
 
     fn log(&mut self, level: LogLevel, message: &[u8]) {
