@@ -267,9 +267,11 @@ impl Worker {
             return;
         }
         vireo_store::clock::anchor_chain();
+        // The inbox is read every round: the loop may have taken the waker's
+        // event just before the script started (new connections, messages).
+        self.drain_inbox();
         for ev in events.iter() {
             if ev.token() == WAKER {
-                self.drain_inbox();
                 continue;
             }
             let idx = ev.token().0;
