@@ -163,36 +163,51 @@ fn encode_header(out: &mut Vec<u8>, n: usize, fix: u8, b16: u8, b32: u8) {
 }
 
 /// A table: an array when its keys are exactly 1..n, else a map.
+///
+/// The table is walked twice (once to count and classify its keys, once
+/// to encode), never collected: every value held from Lua takes a slot of
+/// mlua's reference stack, and a table of 100000 entries would exhaust it.
 fn encode_table(out: &mut Vec<u8>, t: &Table, level: usize) -> Result<()> {
-    let pairs: Vec<(Value, Value)> = t.clone().pairs::<Value, Value>().collect::<Result<_>>()?;
     let mut max: i64 = 0;
-    let is_array = pairs.iter().all(|(k, _)| {
-        let n = match k {
-            Value::Integer(i) => *i as f64,
-            Value::Number(n) => *n,
-            _ => return false,
-        };
-        let fits_int = n.trunc() == n && n >= f64::from(i32::MIN) && n <= f64::from(i32::MAX);
-        if n <= 0.0 || !fits_int {
-            return false;
+    let mut count = 0usize;
+    let mut is_array = true;
+    for pair in t.clone().pairs::<Value, Value>() {
+        let (k, _) = pair?;
+        count += 1;
+        if is_array {
+            match array_index(&k) {
+                Some(n) => max = max.max(n),
+                None => is_array = false,
+            }
         }
-        max = max.max(n as i64);
-        true
-    }) && max == pairs.len() as i64;
-    if is_array {
-        encode_header(out, pairs.len(), 0x90, 0xdc, 0xdd);
-        for i in 1..=pairs.len() {
+    }
+    if is_array && max == count as i64 {
+        encode_header(out, count, 0x90, 0xdc, 0xdd);
+        for i in 1..=count {
             let v: Value = t.get(i)?;
             encode(out, &v, level + 1)?;
         }
     } else {
-        encode_header(out, pairs.len(), 0x80, 0xde, 0xdf);
-        for (k, v) in &pairs {
-            encode(out, k, level + 1)?;
-            encode(out, v, level + 1)?;
+        encode_header(out, count, 0x80, 0xde, 0xdf);
+        for pair in t.clone().pairs::<Value, Value>() {
+            let (k, v) = pair?;
+            encode(out, &k, level + 1)?;
+            encode(out, &v, level + 1)?;
         }
     }
     Ok(())
+}
+
+/// A key's position when it may be an array index (a positive integer
+/// that fits an `int32`), as Redis's `table_is_an_array` accepts.
+fn array_index(k: &Value) -> Option<i64> {
+    let n = match k {
+        Value::Integer(i) => *i as f64,
+        Value::Number(n) => *n,
+        _ => return None,
+    };
+    let fits_int = n.trunc() == n && n >= f64::from(i32::MIN) && n <= f64::from(i32::MAX);
+    (n > 0.0 && fits_int).then_some(n as i64)
 }
 
 /// Why decoding stopped.

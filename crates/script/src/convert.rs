@@ -103,8 +103,28 @@ pub(crate) fn write_lua_value(
     script_resp: Protocol,
     out: &mut ReplyBuf,
 ) -> Result<()> {
-    let mut work = vec![(value, 0usize)];
-    while let Some((value, depth)) = work.pop() {
+    let mut work = vec![Work::Value(value, 0usize)];
+    while let Some(item) = work.pop() {
+        let (value, depth) = match item {
+            Work::Value(v, depth) => (v, depth),
+            Work::Array {
+                table,
+                next,
+                len,
+                depth,
+            } => {
+                let v: Value = table.raw_get(next)?;
+                if next < len {
+                    work.push(Work::Array {
+                        table,
+                        next: next + 1,
+                        len,
+                        depth,
+                    });
+                }
+                (v, depth)
+            }
+        };
         if depth >= REPLY_DEPTH_LIMIT {
             out.raw(b"-ERR reached lua stack limit\r\n");
             continue;
@@ -125,15 +145,25 @@ pub(crate) fn write_lua_value(
     Ok(())
 }
 
+/// What is left to write: a value, or the rest of an array (its elements
+/// are read one at a time: every value held from Lua takes a slot of
+/// mlua's reference stack, so a big array is never collected).
+enum Work {
+    /// A value at a nesting depth.
+    Value(Value, usize),
+    /// Elements `next..=len` of an array whose elements are at `depth`.
+    Array {
+        table: Table,
+        next: usize,
+        len: usize,
+        depth: usize,
+    },
+}
+
 /// A table value: one of Redis's single-field reply tables, or an array.
 /// Aggregates push their elements on `work` (reversed, so they pop in
 /// order) after writing their header.
-fn write_table(
-    t: Table,
-    depth: usize,
-    out: &mut ReplyBuf,
-    work: &mut Vec<(Value, usize)>,
-) -> Result<()> {
+fn write_table(t: Table, depth: usize, out: &mut ReplyBuf, work: &mut Vec<Work>) -> Result<()> {
     if let Value::String(err) = t.raw_get::<Value>("err")? {
         write_line(out, b'-', until_nul(&err.as_bytes()));
         return Ok(());
@@ -170,8 +200,8 @@ fn write_table(
         let pairs: Vec<(Value, Value)> = map.pairs::<Value, Value>().collect::<Result<_>>()?;
         out.map(pairs.len());
         for (k, v) in pairs.into_iter().rev() {
-            work.push((v, depth + 1));
-            work.push((k, depth + 1));
+            work.push(Work::Value(v, depth + 1));
+            work.push(Work::Value(k, depth + 1));
         }
         return Ok(());
     }
@@ -181,19 +211,23 @@ fn write_table(
             .map(|p| p.map(|(k, _)| k))
             .collect::<Result<_>>()?;
         out.set(keys.len());
-        work.extend(keys.into_iter().rev().map(|k| (k, depth + 1)));
+        work.extend(keys.into_iter().rev().map(|k| Work::Value(k, depth + 1)));
         return Ok(());
     }
-    let mut items = Vec::new();
-    loop {
-        let v: Value = t.raw_get(items.len() + 1)?;
-        if v.is_nil() {
-            break;
-        }
-        items.push(v);
+    // The array ends at the first nil.
+    let mut len = 0;
+    while !t.raw_get::<Value>(len + 1)?.is_nil() {
+        len += 1;
     }
-    out.array(items.len());
-    work.extend(items.into_iter().rev().map(|v| (v, depth + 1)));
+    out.array(len);
+    if len > 0 {
+        work.push(Work::Array {
+            table: t,
+            next: 1,
+            len,
+            depth: depth + 1,
+        });
+    }
     Ok(())
 }
 

@@ -492,6 +492,13 @@ pub struct HotConfig {
     pub hll_sparse_max_bytes: AtomicU64,
     pub stream_node_max_bytes: AtomicU64,
     pub stream_node_max_entries: AtomicU64,
+    /// `busy-reply-threshold` (ms): when a running script starts getting
+    /// other clients `-BUSY`.
+    pub busy_reply_threshold: AtomicU64,
+    /// `min-replicas-to-write` and `min-replicas-max-lag`: writes are
+    /// refused while fewer good replicas are connected (Vireo has none).
+    pub min_replicas_to_write: AtomicU64,
+    pub min_replicas_max_lag: AtomicU64,
 }
 
 /// A size threshold as usize (saturating on 32-bit targets).
@@ -981,6 +988,12 @@ impl Config {
             .store(u("stream-node-max-bytes"), Ordering::Relaxed);
         h.stream_node_max_entries
             .store(u("stream-node-max-entries"), Ordering::Relaxed);
+        h.busy_reply_threshold
+            .store(u("busy-reply-threshold"), Ordering::Relaxed);
+        h.min_replicas_to_write
+            .store(u("min-replicas-to-write"), Ordering::Relaxed);
+        h.min_replicas_max_lag
+            .store(u("min-replicas-max-lag"), Ordering::Relaxed);
         let limits = self.raw("client-output-buffer-limit");
         let words: Vec<&str> = limits.split(' ').collect();
         for c in words.chunks(4).filter(|c| c.len() == 4) {

@@ -198,6 +198,8 @@ pub struct Server {
     pub pubsub: crate::exec::pubsub::PubSub,
     /// CLIENT TRACKING's invalidation table and prefixes.
     pub tracking: crate::exec::tracking::Tracking,
+    /// The script cache, function libraries and running scripts.
+    pub scripts: crate::exec::script::Scripts,
 }
 
 impl Server {
@@ -236,6 +238,7 @@ impl Server {
             client_eviction: Default::default(),
             pubsub: Default::default(),
             tracking: Default::default(),
+            scripts: crate::exec::script::Scripts::new(threads),
         };
         server
             .keyspace

@@ -270,6 +270,12 @@ fn only_commands_with_movable_keys_say_so() {
         "xread",
         "xreadgroup",
         "migrate",
+        "eval",
+        "eval_ro",
+        "evalsha",
+        "evalsha_ro",
+        "fcall",
+        "fcall_ro",
     ];
     let Value::Array(all) = ok(&mut con, &["COMMAND"]) else {
         panic!()

@@ -864,7 +864,11 @@ impl<'a> Keys<'a> {
     /// blocks, so taking a shard out of ascending order cannot deadlock;
     /// false when the shard is busy (or the view is dynamic).
     pub fn try_hold(&mut self, key: &[u8]) -> bool {
-        let idx = self.ks.shard_of(key);
+        self.try_hold_shard(self.ks.shard_of(key))
+    }
+
+    /// [`Keys::try_hold`] for shard `idx`.
+    pub fn try_hold_shard(&mut self, idx: usize) -> bool {
         if self.holds_all() {
             return true;
         }
@@ -882,6 +886,29 @@ impl<'a> Keys<'a> {
             }
             None => false,
         }
+    }
+
+    /// Whether this view holds shard `idx` (a dynamic view holds none).
+    pub fn holds_shard(&self, idx: usize) -> bool {
+        self.holds_all() || self.guards.binary_search_by_key(&idx, |(i, _)| *i).is_ok()
+    }
+
+    /// Locks shard `idx` for this view, waiting for it, when that keeps the
+    /// ascending lock order: `idx` is above every shard the view holds.
+    /// False (nothing taken) otherwise, or for a dynamic view. A script
+    /// that reaches a key it did not declare takes its shard this way
+    /// (waiting in ascending order cannot deadlock, see ARCHITECTURE.md).
+    pub fn hold_shard_ascending(&mut self, idx: usize) -> bool {
+        if self.holds_shard(idx) {
+            return true;
+        }
+        let above_all = self.guards.last().is_none_or(|(top, _)| idx > *top);
+        if self.dynamic || !above_all || idx >= self.ks.shards.len() {
+            return false;
+        }
+        let guard = self.ks.lock_shard(idx);
+        self.guards.push((idx, guard));
+        true
     }
 
     /// Runs `f` on shard `idx`: the held guard if this view holds it, or
@@ -1941,5 +1968,23 @@ mod tests {
         drop(k);
         assert!(ks.lock_all().try_hold(&b));
         assert!(!ks.lock_dynamic().try_hold(a));
+    }
+
+    #[test]
+    fn ascending_hold_waits_only_above_the_held_shards() {
+        let ks = Keyspace::new(1, 16);
+        let mut k = ks.lock_shards([5]);
+        assert!(!k.hold_shard_ascending(3), "below a held shard");
+        assert!(!k.holds_shard(3));
+        assert!(k.hold_shard_ascending(9));
+        assert!(k.holds_shard(9) && k.holds_shard(5));
+        assert!(k.hold_shard_ascending(5), "already held");
+        assert!(k.try_hold_shard(3), "a free lower shard can be tried");
+        assert!(k.holds_shard(3));
+        drop(k);
+        let mut none = ks.lock_shards([]);
+        assert!(none.hold_shard_ascending(0));
+        assert!(!ks.lock_dynamic().hold_shard_ascending(1));
+        assert!(!ks.lock_shards([]).hold_shard_ascending(16));
     }
 }

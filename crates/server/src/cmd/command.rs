@@ -24,6 +24,7 @@ pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
     subcommands: SUBCOMMANDS,
     members: None,
     getkeys: None,
+    flags_fn: None,
 }];
 
 const SUBCOMMANDS: &[CommandSpec] = &[

@@ -259,20 +259,27 @@ fn memory_section(server: &Server, w: &mut Lines<'_>) {
     w.kv("allocator_resident", active);
     w.kv("total_system_memory", total);
     w.kv("total_system_memory_human", bytes_to_human(total));
-    w.kv("used_memory_lua", 0);
-    w.kv("used_memory_vm_eval", 0);
-    w.kv("used_memory_lua_human", "0B");
-    w.zeros(&[
-        "used_memory_scripts_eval",
-        "number_of_cached_scripts",
-        "number_of_functions",
-        "number_of_libraries",
-        "used_memory_vm_functions",
-        "used_memory_vm_total",
-    ]);
-    w.kv("used_memory_vm_total_human", "0B");
-    w.zeros(&["used_memory_functions", "used_memory_scripts"]);
-    w.kv("used_memory_scripts_human", "0B");
+    let (scripts, scripts_bytes, vm_eval) = server.scripts.eval_stats();
+    let (libraries, functions, functions_bytes, vm_functions) = server.scripts.function_stats();
+    w.kv("used_memory_lua", vm_eval);
+    w.kv("used_memory_vm_eval", vm_eval);
+    w.kv("used_memory_lua_human", bytes_to_human(vm_eval as u64));
+    w.kv("used_memory_scripts_eval", scripts_bytes);
+    w.kv("number_of_cached_scripts", scripts);
+    w.kv("number_of_functions", functions);
+    w.kv("number_of_libraries", libraries);
+    w.kv("used_memory_vm_functions", vm_functions);
+    w.kv("used_memory_vm_total", vm_eval + vm_functions);
+    w.kv(
+        "used_memory_vm_total_human",
+        bytes_to_human((vm_eval + vm_functions) as u64),
+    );
+    w.kv("used_memory_functions", functions_bytes);
+    w.kv("used_memory_scripts", scripts_bytes + functions_bytes);
+    w.kv(
+        "used_memory_scripts_human",
+        bytes_to_human((scripts_bytes + functions_bytes) as u64),
+    );
     w.kv("maxmemory", maxmemory);
     w.kv("maxmemory_human", bytes_to_human(maxmemory));
     w.kv("maxmemory_policy", server.config.maxmemory_policy());

@@ -25,6 +25,7 @@ pub mod keys;
 pub mod list;
 pub mod multi;
 pub mod pubsub;
+pub mod script;
 pub mod server;
 pub mod set;
 pub mod shared;
@@ -100,6 +101,9 @@ pub mod flags {
     pub const NO_ASYNC_LOADING: u32 = 1 << 18;
     /// Refused unless `enable-debug-command` (DEBUG) allows the client.
     pub const PROTECTED: u32 = 1 << 19;
+    /// Not a Redis flag (COMMAND INFO does not show it): the command runs
+    /// a script, whose keys a transaction cannot know in advance.
+    pub const SCRIPT: u32 = 1 << 20;
 
     /// Flag bits with their COMMAND INFO names, in Redis's order.
     pub const NAMES: &[(u32, &str)] = &[
@@ -151,7 +155,15 @@ pub struct CommandSpec {
     /// its BY and GET keys are only known while it runs, yet reports its
     /// sorted key and STORE destination like Redis's `sortGetKeys`).
     pub getkeys: Option<fn(Args<'_>) -> Vec<usize>>,
+    /// The flags this invocation runs with, when they depend on the
+    /// arguments (a script's flags replace EVAL's, Redis's
+    /// `getCommandFlags`): given the server, the caller's worker, the
+    /// arguments and [`CommandSpec::flags`].
+    pub flags_fn: Option<FlagsFn>,
 }
+
+/// See [`CommandSpec::flags_fn`].
+pub type FlagsFn = fn(&Server, usize, Args<'_>, u32) -> u32;
 
 impl CommandSpec {
     /// True if `n` arguments (including the name) satisfy the arity.
@@ -178,6 +190,21 @@ impl CommandSpec {
     pub const fn with_getkeys(mut self, find: fn(Args<'_>) -> Vec<usize>) -> Self {
         self.getkeys = Some(find);
         self
+    }
+
+    /// The same command with its flags computed per call by `f` (see
+    /// [`CommandSpec::flags_fn`]).
+    pub const fn with_flags_fn(mut self, f: FlagsFn) -> Self {
+        self.flags_fn = Some(f);
+        self
+    }
+
+    /// The flags this invocation runs with.
+    pub fn flags_for(&self, server: &Server, worker: usize, args: Args<'_>) -> u32 {
+        match self.flags_fn {
+            Some(f) => f(server, worker, args, self.flags),
+            None => self.flags,
+        }
     }
 
     /// The keys COMMAND GETKEYS reports for `args`.
@@ -245,6 +272,7 @@ pub const fn spec(
         subcommands: &[],
         members: None,
         getkeys: None,
+        flags_fn: None,
     }
 }
 
@@ -264,6 +292,7 @@ pub const fn container(
         subcommands,
         members: None,
         getkeys: None,
+        flags_fn: None,
     }
 }
 
@@ -358,6 +387,7 @@ impl Table {
             list::COMMANDS,
             multi::COMMANDS,
             pubsub::COMMANDS,
+            script::COMMANDS,
             server::COMMANDS,
             sort::COMMANDS,
             set::COMMANDS,

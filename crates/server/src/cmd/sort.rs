@@ -335,8 +335,9 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: Args<'_>, readonly: bool) {
         Some(ValueRef::Set(s)) => (s.len(), true, false),
         Some(_) => return ctx.out.error(errors::WRONGTYPE),
     };
-    // A set has no order of its own: stored results are sorted instead.
-    if o.dont_sort && is_set && o.store.is_some() {
+    // A set has no order of its own: stored results, and results a script
+    // sees, are sorted instead (so replicas and the AOF agree).
+    if o.dont_sort && is_set && (o.store.is_some() || ctx.session.in_script) {
         o.dont_sort = false;
         o.alpha = true;
         o.by = None;

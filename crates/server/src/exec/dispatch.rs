@@ -61,16 +61,27 @@ pub fn run(
         );
         return Outcome::Done;
     }
+    // A script running past busy-reply-threshold: only allow-busy commands,
+    // and on the script's own thread only those that lock nothing (the
+    // script holds its shards).
+    let busy_allowed = spec.has(flags::ALLOW_BUSY)
+        && (matches!(spec.keys, KeySpec::None) || !crate::net::worker::serving_while_busy());
+    if !busy_allowed {
+        if let Some(msg) = server.scripts.busy_error() {
+            reject(server, session, out, Some(cmd), msg);
+            return Outcome::Done;
+        }
+    }
     // Replaying the AOF recreates data that fitted: no memory limit then,
     // as Redis ignores maxmemory while loading.
     let oom = if session.replaying {
         None
     } else if crate::exec::tracking::active(server) {
         crate::exec::tracking::with_early_delivery(session.id, out, || {
-            oom_rejection(server, session, cmd)
+            oom_rejection(server, session, cmd, args)
         })
     } else {
-        oom_rejection(server, session, cmd)
+        oom_rejection(server, session, cmd, args)
     };
     if let Some(msg) = oom {
         if spec.name == "exec" {
@@ -83,7 +94,7 @@ pub fn run(
         }
         return Outcome::Done;
     }
-    if let Some(msg) = persistence_rejection(server, session, cmd) {
+    if let Some(msg) = persistence_rejection(server, session, cmd, args) {
         reject(server, session, out, Some(cmd), &msg);
         return Outcome::Done;
     }
@@ -122,7 +133,7 @@ pub fn run(
         }
         return Outcome::Done;
     }
-    if !session.replaying && is_paused_for(server, session, cmd) {
+    if !session.replaying && is_paused_for(server, session, cmd, args) {
         return Outcome::Postponed;
     }
     let mut keys = lock_for(server, session, cmd, args);
@@ -193,6 +204,31 @@ pub fn run(
         crate::exec::tracking::after_command(server, &mut local);
     }
     Outcome::Done
+}
+
+/// Why [`lookup`] found no command to run.
+pub enum LookupError {
+    /// No such command or subcommand.
+    Unknown,
+    /// The command exists but not with this many arguments.
+    Arity(CmdRef),
+}
+
+/// Finds the command (and subcommand) `args` name and checks its arity, as
+/// Redis's `lookupCommand` plus the arity check (scripts word the errors
+/// their own way).
+pub fn lookup(args: Args<'_>) -> Result<CmdRef, LookupError> {
+    let t = table();
+    let mut cmd = t.lookup(args.get(0)).ok_or(LookupError::Unknown)?;
+    if !cmd.spec.subcommands.is_empty() && args.len() >= 2 {
+        cmd = t
+            .lookup_sub(cmd.spec, args.get(1))
+            .ok_or(LookupError::Unknown)?;
+    }
+    if !cmd.spec.arity_ok(args.len()) {
+        return Err(LookupError::Arity(cmd));
+    }
+    Ok(cmd)
 }
 
 /// Finds the command (and subcommand) and checks its arity; Err is the
@@ -271,7 +307,12 @@ fn stats_of<'s>(server: &'s Server, session: &Session, cmd: CmdRef) -> &'s crate
 /// `performEvictions` at command start); if memory stays over the limit
 /// with nothing left to evict, refuses commands that may grow memory (EXEC
 /// when any queued command may) and anything queued into a transaction.
-fn oom_rejection(server: &Server, session: &Session, cmd: CmdRef) -> Option<&'static str> {
+fn oom_rejection(
+    server: &Server,
+    session: &Session,
+    cmd: CmdRef,
+    args: Args<'_>,
+) -> Option<&'static str> {
     if server.config.hot.maxmemory.load(Ordering::Relaxed) == 0 {
         return None;
     }
@@ -279,7 +320,7 @@ fn oom_rejection(server: &Server, session: &Session, cmd: CmdRef) -> Option<&'st
         return None;
     }
     let name = cmd.spec.name;
-    let reject = has_flag_or_queued(session, cmd, flags::DENYOOM)
+    let reject = has_flag_or_queued(server, session, cmd, args, flags::DENYOOM)
         // Queuing itself takes memory without bound.
         || (session.in_multi() && !matches!(name, "exec" | "discard" | "quit" | "reset"));
     reject.then_some("OOM command not allowed when used memory > 'maxmemory'.")
@@ -292,16 +333,18 @@ fn persistence_rejection(
     server: &Server,
     session: &Session,
     cmd: CmdRef,
+    args: Args<'_>,
 ) -> Option<std::borrow::Cow<'static, str>> {
     let spec = cmd.spec;
-    let denies =
-        |session: &Session| spec.name == "ping" || has_flag_or_queued(session, cmd, flags::WRITE);
-    if crate::persist::rdb::writes_denied(server) && denies(session) {
-        return Some("MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.".into());
+    let writes = has_flag_or_queued(server, session, cmd, args, flags::WRITE);
+    if writes || spec.name == "ping" {
+        if let Some(msg) = disk_error(server) {
+            return Some(msg.into());
+        }
     }
-    if let Some(error) = server.aof.write_error() {
-        if denies(session) {
-            return Some(format!("MISCONF Errors writing to the AOF file: {error}").into());
+    if writes && !session.replaying {
+        if let Some(msg) = replicas_error(server) {
+            return Some(msg.into());
         }
     }
     // The AOF's own replay runs while the server is loading.
@@ -312,9 +355,46 @@ fn persistence_rejection(
     None
 }
 
+/// NOREPLICAS while `min-replicas-to-write` asks for more good replicas
+/// than are connected (none: Vireo does not replicate yet).
+pub fn replicas_error(server: &Server) -> Option<&'static str> {
+    let hot = &server.config.hot;
+    let wanted = hot.min_replicas_to_write.load(Ordering::Relaxed);
+    let lag = hot.min_replicas_max_lag.load(Ordering::Relaxed);
+    (wanted > 0 && lag > 0).then_some("NOREPLICAS Not enough good replicas to write.")
+}
+
+/// Why writes are refused for persistence reasons (Redis's
+/// `writeCommandsDeniedByDiskError`).
+pub enum DiskError {
+    /// The last background save failed (`stop-writes-on-bgsave-error`).
+    Rdb,
+    /// Writing the AOF failed, with the error.
+    Aof(String),
+}
+
+/// The persistence failure that refuses writes now, if any.
+pub fn disk_error_kind(server: &Server) -> Option<DiskError> {
+    if crate::persist::rdb::writes_denied(server) {
+        return Some(DiskError::Rdb);
+    }
+    server
+        .aof
+        .write_error()
+        .map(|e| DiskError::Aof(e.to_string()))
+}
+
+/// The MISCONF error a write gets now, if any.
+pub fn disk_error(server: &Server) -> Option<String> {
+    Some(match disk_error_kind(server)? {
+        DiskError::Rdb => "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.".to_owned(),
+        DiskError::Aof(error) => format!("MISCONF Errors writing to the AOF file: {error}"),
+    })
+}
+
 /// CLIENT PAUSE WRITE holds back commands that may write; PAUSE ALL holds
 /// back everything but the commands that lift or inspect the pause.
-fn is_paused_for(server: &Server, session: &Session, cmd: CmdRef) -> bool {
+fn is_paused_for(server: &Server, session: &Session, cmd: CmdRef, args: Args<'_>) -> bool {
     let mode = server.pause.active();
     if mode == 0 {
         return false;
@@ -326,19 +406,34 @@ fn is_paused_for(server: &Server, session: &Session, cmd: CmdRef) -> bool {
     if mode == 2 {
         return true;
     }
-    has_flag_or_queued(session, cmd, flags::WRITE | flags::MAY_REPLICATE)
+    has_flag_or_queued(
+        server,
+        session,
+        cmd,
+        args,
+        flags::WRITE | flags::MAY_REPLICATE,
+    )
 }
 
 /// Whether `cmd` has any of the `flags` bits or, for EXEC, any command
 /// queued in the transaction does (Redis judges an EXEC by its contents
-/// for OOM, MISCONF and CLIENT PAUSE WRITE).
-fn has_flag_or_queued(session: &Session, cmd: CmdRef, flags: u32) -> bool {
-    cmd.spec.has(flags)
+/// for OOM, MISCONF and CLIENT PAUSE WRITE). Scripts' flags depend on the
+/// script (`CommandSpec::flags_for`).
+fn has_flag_or_queued(
+    server: &Server,
+    session: &Session,
+    cmd: CmdRef,
+    args: Args<'_>,
+    flags: u32,
+) -> bool {
+    let worker = session.shared.worker;
+    cmd.spec.flags_for(server, worker, args) & flags != 0
         || (cmd.spec.name == "exec"
-            && session
-                .multi
-                .as_ref()
-                .is_some_and(|m| m.queue.iter().any(|(c, _)| c.spec.has(flags))))
+            && session.multi.as_ref().is_some_and(|m| {
+                m.queue
+                    .iter()
+                    .any(|(c, a)| c.spec.flags_for(server, worker, a.as_args()) & flags != 0)
+            }))
 }
 
 /// Locks what the command needs, in ascending shard order.
@@ -366,6 +461,11 @@ fn lock_for<'a>(server: &'a Server, session: &Session, cmd: CmdRef, args: Args<'
                 .map(|m| m.queue.as_slice())
                 .unwrap_or_default();
             for (c, a) in queue {
+                if c.spec.has(flags::SCRIPT) {
+                    // A script may reach undeclared keys, and a transaction
+                    // cannot start over: it holds everything.
+                    return ks.lock_all();
+                }
                 match c.spec.keys {
                     KeySpec::All | KeySpec::Dynamic | KeySpec::Queued => return ks.lock_all(),
                     KeySpec::None => {}
@@ -460,7 +560,11 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: CmdRef, args: Args<'_>) {
         .sample_if_needed(threshold, event, elapsed_us / 1000);
     if ctx.out.as_bytes().get(reply_at) == Some(&b'-') {
         bump(&st.failed, 1);
-        server.count_error(&ctx.out.as_bytes()[reply_at..]);
+        // A script failing with the error of a command it ran: that error
+        // was counted already (Redis's ignore_error_stats_update).
+        if !std::mem::take(&mut ctx.session.error_counted) {
+            server.count_error(&ctx.out.as_bytes()[reply_at..]);
+        }
     }
     // Redis stops buffering replies for a client past its output buffer
     // limit (it is closed ASAP): dropping this reply keeps a pipeline or an

@@ -1,6 +1,7 @@
 //! What every command shares at run time, outside any one family: the
 //! dispatch path from parsed arguments to a reply (lookup, checks, locking,
-//! stats), and the registry of clients blocked on keys.
+//! stats), the registry of clients blocked on keys, and the run-time side
+//! of Lua scripts.
 
 pub mod blocking;
 pub mod dispatch;
@@ -8,4 +9,5 @@ pub mod monitor;
 pub mod multi;
 pub mod notify;
 pub mod pubsub;
+pub mod script;
 pub mod tracking;

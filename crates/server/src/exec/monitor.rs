@@ -40,12 +40,17 @@ pub fn stop_monitor(server: &Server, session: &mut Session) {
 /// Sends the command line to every MONITOR client, in Redis's format.
 pub fn feed_monitors(server: &Server, session: &Session, db: usize, args: Args<'_>) {
     let us = now_us();
+    let source = if session.in_script {
+        "lua"
+    } else {
+        &session.shared.addr
+    };
     let mut line = format!(
         "+{}.{:06} [{} {}]",
         us / 1_000_000,
         us % 1_000_000,
         db,
-        session.shared.addr
+        source
     )
     .into_bytes();
     for a in args.iter() {

@@ -88,6 +88,12 @@ pub struct Session {
     pub held_pushes: Vec<u8>,
     /// CLIENT TRACKING state.
     pub tracking: crate::exec::tracking::ClientTracking,
+    /// A script is running commands for this client (MONITOR shows them
+    /// as `[db lua]`).
+    pub in_script: bool,
+    /// The error reply of the running command was counted already (a
+    /// script failing with a command's error).
+    pub error_counted: bool,
 }
 
 impl Session {
@@ -115,6 +121,8 @@ impl Session {
             subs: Default::default(),
             held_pushes: Vec::new(),
             tracking: Default::default(),
+            in_script: false,
+            error_counted: false,
         }
     }
 

@@ -3,7 +3,13 @@
 //!
 //! Other threads talk to a worker only through its [`WorkerHandle`]: a
 //! message queue plus a `mio::Waker`.
+//!
+//! While one connection's commands run, that connection is taken out of
+//! the worker's table, so that a script running too long can serve the
+//! worker's other connections from inside its run ([`serve_while_busy`]),
+//! as Redis processes events while a script is busy.
 
+use std::cell::Cell;
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -95,7 +101,8 @@ struct Worker {
     id: usize,
     server: Arc<Server>,
     poll: Poll,
-    conns: Slab<Conn>,
+    /// Connections; None while the connection's commands run (taken out).
+    conns: Slab<Option<Conn>>,
     /// Connections that may have unread input (they used up their turn).
     more_input: Vec<usize>,
     /// client id → slab index, for messages addressed by id.
@@ -188,6 +195,9 @@ impl Worker {
         );
         // Connections given pushes, flushed once after the batch.
         let mut pushed = Vec::new();
+        // Messages for the connection whose commands are running (a busy
+        // script's) wait for it to be back.
+        let mut later = Vec::new();
         for msg in msgs {
             match msg {
                 Msg::NewConn {
@@ -204,7 +214,10 @@ impl Worker {
                 }
                 Msg::Output(id, bytes) => {
                     if let Some(&idx) = self.by_id.get(&id) {
-                        self.conns[idx].out.raw(&bytes);
+                        match self.conn_mut(idx) {
+                            Some(conn) => conn.out.raw(&bytes),
+                            None => later.push(Msg::Output(id, bytes)),
+                        }
                         self.flush(idx);
                     }
                 }
@@ -214,15 +227,36 @@ impl Worker {
                     failed,
                 } => {
                     if let Some(&idx) = self.by_id.get(&waiter.client.id) {
+                        if self.conn_mut(idx).is_none() {
+                            later.push(Msg::Unblocked {
+                                waiter,
+                                reply,
+                                failed,
+                            });
+                            continue;
+                        }
                         self.unblocked(idx, &waiter, &reply, failed);
                     }
                 }
                 Msg::Push { ids, encoded } => {
+                    // The running connection gets its pushes once it is back.
+                    let mut deferred = Vec::new();
                     for id in ids {
                         if let Some(&idx) = self.by_id.get(&id) {
-                            crate::exec::pubsub::write_push(&mut self.conns[idx].out, &encoded);
-                            pushed.push(idx);
+                            match self.conn_mut(idx) {
+                                Some(conn) => {
+                                    crate::exec::pubsub::write_push(&mut conn.out, &encoded);
+                                    pushed.push(idx);
+                                }
+                                None => deferred.push(id),
+                            }
                         }
+                    }
+                    if !deferred.is_empty() {
+                        later.push(Msg::Push {
+                            ids: deferred,
+                            encoded,
+                        });
                     }
                 }
                 Msg::Wake => {}
@@ -233,6 +267,85 @@ impl Worker {
         for idx in pushed {
             self.flush(idx);
         }
+        if !later.is_empty() {
+            let handle = &self.server.workers.get().expect("workers set")[self.id];
+            handle.inbox.lock().extend(later);
+            handle.wake();
+        }
+    }
+
+    /// Connection `idx`, unless absent or running.
+    fn conn_mut(&mut self, idx: usize) -> Option<&mut Conn> {
+        self.conns.get_mut(idx).and_then(Option::as_mut)
+    }
+
+    /// Connection `idx`, unless absent or running.
+    fn conn(&self, idx: usize) -> Option<&Conn> {
+        self.conns.get(idx).and_then(Option::as_ref)
+    }
+
+    /// Runs `f` on connection `idx` taken out of the table, so that a busy
+    /// script among its commands can serve the other connections
+    /// ([`serve_while_busy`]) through this worker meanwhile.
+    fn run_conn<R>(
+        &mut self,
+        idx: usize,
+        f: impl FnOnce(&mut Conn, &Server, &crate::server::WorkerStats) -> R,
+    ) -> Option<R> {
+        let mut conn = self.conns.get_mut(idx)?.take()?;
+        let server = self.server.clone();
+        let stats = server.worker_stats[self.id].clone();
+        // `self` is not used until the pointer is withdrawn below.
+        let outer = RUNNING.replace(Some((self as *mut Worker, idx)));
+        let result = f(&mut conn, &server, &stats);
+        RUNNING.set(outer);
+        self.conns[idx] = Some(conn);
+        Some(result)
+    }
+
+    /// One round of event handling for the connections other than
+    /// `running`, from inside its busy script.
+    fn serve_others(&mut self, running: usize) {
+        let mut events = Events::with_capacity(256);
+        if self.poll.poll(&mut events, Some(Duration::ZERO)).is_err() {
+            return;
+        }
+        vireo_store::clock::anchor_chain();
+        // The inbox is read every round: the loop may have taken the waker's
+        // event just before the script started (new connections, messages).
+        self.drain_inbox();
+        for ev in events.iter() {
+            if ev.token() == WAKER {
+                continue;
+            }
+            let idx = ev.token().0;
+            if idx == running || self.conn(idx).is_none() {
+                // Its events are handled once the script is over.
+                self.more_input.push(idx);
+                continue;
+            }
+            if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                self.on_readable_trusting_short_reads(idx, !ev.is_read_closed() && !ev.is_error());
+            } else if ev.is_writable() {
+                self.flush(idx);
+            }
+        }
+        // Every other connection gets a turn, not only those with new
+        // events: an event the loop took just before the script started
+        // would not be reported again (edge-triggered polling).
+        let others: Vec<usize> = self
+            .conns
+            .iter()
+            .filter_map(|(i, c)| (i != running && c.is_some()).then_some(i))
+            .collect();
+        let deferred: Vec<usize> = std::mem::take(&mut self.more_input)
+            .into_iter()
+            .filter(|i| *i == running || self.conn(*i).is_none())
+            .collect();
+        for idx in others {
+            self.on_readable(idx);
+        }
+        self.more_input.extend(deferred);
     }
 
     fn adopt(&mut self, mut stream: Stream, addr: String, laddr: String, fd: i32, unix: bool) {
@@ -248,7 +361,7 @@ impl Worker {
         }
         let authenticated = server.config.requirepass().is_none();
         server.clients.add(shared.clone());
-        entry.insert(Conn::new(stream, Session::new(shared, authenticated)));
+        entry.insert(Some(Conn::new(stream, Session::new(shared, authenticated))));
         self.by_id.insert(id, idx);
         // Data may already be waiting; edge-triggered polling would not
         // report it again.
@@ -263,20 +376,25 @@ impl Worker {
     /// the connection stops reading at a short read instead of reading on
     /// until the socket says it is empty.
     fn on_readable_trusting_short_reads(&mut self, idx: usize, trust_short_reads: bool) {
-        let server = self.server.clone();
-        let Some(conn) = self.conns.get_mut(idx) else {
+        let read = self.run_conn(idx, |conn, server, stats| {
+            conn.session
+                .shared
+                .last_interaction_ms
+                .store(now_ms(), Ordering::Relaxed);
+            conn.on_readable(server, stats, trust_short_reads)
+        });
+        let Some(read) = read else {
             return;
         };
-        conn.session
-            .shared
-            .last_interaction_ms
-            .store(now_ms(), Ordering::Relaxed);
-        match conn.on_readable(&server, &server.worker_stats[self.id], trust_short_reads) {
+        match read {
             Ok(true) => self.more_input.push(idx),
             Ok(false) => {}
             Err(Close::Gone) => return self.close(idx),
             Err(Close::Done) => {
-                let _ = conn.flush(&server.worker_stats[self.id]);
+                let stats = self.server.worker_stats[self.id].clone();
+                if let Some(conn) = self.conn_mut(idx) {
+                    let _ = conn.flush(&stats);
+                }
                 return self.close(idx);
             }
         }
@@ -286,7 +404,7 @@ impl Worker {
 
     /// Remembers the deadline of a connection that just blocked.
     fn track_deadline(&mut self, idx: usize) {
-        let Some(conn) = self.conns.get(idx) else {
+        let Some(conn) = self.conn(idx) else {
             return;
         };
         if let Some(b) = &conn.session.blocked {
@@ -308,7 +426,7 @@ impl Worker {
             let Some(&idx) = self.by_id.get(&id) else {
                 continue;
             };
-            let Some(conn) = self.conns.get(idx) else {
+            let Some(conn) = self.conn(idx) else {
                 continue;
             };
             let Some(b) = &conn.session.blocked else {
@@ -325,7 +443,7 @@ impl Worker {
     /// waited behind it.
     fn unblocked(&mut self, idx: usize, waiter: &Arc<Waiter>, reply: &[u8], failed: bool) {
         let server = self.server.clone();
-        let Some(conn) = self.conns.get_mut(idx) else {
+        let Some(conn) = self.conn_mut(idx) else {
             return;
         };
         if !conn.finish_blocked(&server, waiter, reply, failed) {
@@ -336,10 +454,22 @@ impl Worker {
         conn.session.aof_wait = conn.session.aof_wait.max(server.aof.wait_offset_now());
         self.deadlines
             .remove(&(waiter.deadline_ms, waiter.client.id));
-        match conn.process_input(&server) {
-            Ok(()) if !conn.paused && !conn.is_blocked() => self.more_input.push(idx),
-            Ok(()) => {}
-            Err(_) => return self.close(idx),
+        self.process_more(idx);
+        self.track_deadline(idx);
+        self.flush(idx);
+    }
+
+    /// Runs the input of connection `idx` that waited (behind a blocked
+    /// command, or CLIENT PAUSE), then flushes.
+    fn process_more(&mut self, idx: usize) {
+        let result = self.run_conn(idx, |conn, server, _| {
+            conn.process_input(server)
+                .map(|()| !conn.paused && !conn.is_blocked())
+        });
+        match result {
+            Some(Ok(true)) => self.more_input.push(idx),
+            Some(Ok(false)) | None => {}
+            Some(Err(_)) => return self.close(idx),
         }
         self.track_deadline(idx);
         self.flush(idx);
@@ -347,13 +477,14 @@ impl Worker {
 
     fn flush(&mut self, idx: usize) {
         let server = self.server.clone();
-        let Some(conn) = self.conns.get_mut(idx) else {
+        let id = self.id;
+        let Some(conn) = self.conns.get_mut(idx).and_then(Option::as_mut) else {
             return;
         };
         // Under `appendfsync always` replies wait until the commands they
         // acknowledge are durable; the thread goes on serving others.
         if conn.session.aof_wait > 0 {
-            if server.aof.must_wait(self.id, conn.session.aof_wait) {
+            if server.aof.must_wait(id, conn.session.aof_wait) {
                 if !self.held.contains(&idx) {
                     self.held.push(idx);
                 }
@@ -365,7 +496,7 @@ impl Worker {
         // a client past its output limit (or killed) is closed unflushed.
         let used = conn.out.len();
         if crate::net::conn::output_limit_reached(&server, &mut conn.session, used)
-            || conn.flush(&server.worker_stats[self.id]).is_err()
+            || conn.flush(&server.worker_stats[id]).is_err()
         {
             return self.close(idx);
         }
@@ -380,7 +511,12 @@ impl Worker {
     }
 
     fn close(&mut self, idx: usize) {
-        let Some(mut conn) = self.conns.try_remove(idx) else {
+        if self.conn(idx).is_none() {
+            // Running (a busy script's client): its `killed` flag closes it
+            // at the next tick.
+            return;
+        }
+        let Some(Some(mut conn)) = self.conns.try_remove(idx) else {
             return;
         };
         conn.stream.deregister(self.poll.registry());
@@ -402,7 +538,11 @@ impl Worker {
         let mut to_close = Vec::new();
         let mut to_resume = Vec::new();
         let mut to_release = Vec::new();
-        for (idx, conn) in self.conns.iter() {
+        for (idx, conn) in self
+            .conns
+            .iter()
+            .filter_map(|(i, c)| c.as_ref().map(|c| (i, c)))
+        {
             let shared = &conn.session.shared;
             if shared.killed.load(Ordering::Relaxed) {
                 to_close.push(idx);
@@ -427,7 +567,7 @@ impl Worker {
             }
         }
         for idx in to_release {
-            if let Some(conn) = self.conns.get_mut(idx) {
+            if let Some(conn) = self.conn_mut(idx) {
                 if conn.release_idle_buffers() {
                     conn.account(&server);
                     self.purge_pending = true;
@@ -451,19 +591,12 @@ impl Worker {
 
     /// Retries input held back by CLIENT PAUSE.
     fn resume(&mut self, idx: usize) {
-        let server = self.server.clone();
-        let Some(conn) = self.conns.get_mut(idx) else {
+        let Some(conn) = self.conn_mut(idx) else {
             return;
         };
         conn.paused = false;
         conn.session.shared.set_flag(cflags::BLOCKED, false);
-        match conn.process_input(&server) {
-            Ok(()) if !conn.paused && !conn.is_blocked() => self.more_input.push(idx),
-            Ok(()) => {}
-            Err(_) => return self.close(idx),
-        }
-        self.track_deadline(idx);
-        self.flush(idx);
+        self.process_more(idx);
     }
 
     /// Flushes pending replies (briefly) and closes everything.
@@ -472,14 +605,14 @@ impl Worker {
         let stats = self.server.worker_stats[self.id].clone();
         let idxs: Vec<usize> = self.conns.iter().map(|(i, _)| i).collect();
         for idx in idxs {
-            if let Some(conn) = self.conns.get_mut(idx) {
+            let server = self.server.clone();
+            if let Some(conn) = self.conns.get_mut(idx).and_then(Option::as_mut) {
                 // Replies acknowledging writes not yet durable (`appendfsync
                 // always`) wait for the writer, or are not sent at all.
-                while conn.session.aof_wait > self.server.aof.synced() && Instant::now() < deadline
-                {
+                while conn.session.aof_wait > server.aof.synced() && Instant::now() < deadline {
                     std::thread::sleep(Duration::from_millis(1));
                 }
-                if conn.session.aof_wait > self.server.aof.synced() {
+                if conn.session.aof_wait > server.aof.synced() {
                     conn.out.clear();
                 }
                 while !conn.out.is_empty() && Instant::now() < deadline {
@@ -494,4 +627,42 @@ impl Worker {
             self.close(idx);
         }
     }
+}
+
+thread_local! {
+    /// While this thread's worker runs a connection's commands: the worker
+    /// and that connection (set by `Worker::run_conn`).
+    static RUNNING: Cell<Option<(*mut Worker, usize)>> = const { Cell::new(None) };
+    /// A busy script is serving the other connections right now.
+    static SERVING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Serves this worker's other connections once (their commands get
+/// `-BUSY`, except the `allow-busy` ones such as SCRIPT KILL), from the
+/// hook of a script running past `busy-reply-threshold`. Does nothing on a
+/// thread that is not a worker running a connection, or when already
+/// serving (no nesting).
+pub fn serve_while_busy() {
+    let Some((worker, running)) = RUNNING.get() else {
+        return;
+    };
+    if SERVING.replace(true) {
+        return;
+    }
+    // SAFETY: `worker` was made from the `&mut Worker` of `run_conn`, whose
+    // frame is below us on this thread's stack and does not use that
+    // reference until `f` returns; the running connection was moved out of
+    // the table, so nothing here aliases it. `SERVING` keeps this from
+    // nesting; a connection served here is itself run through `run_conn`,
+    // which restores `RUNNING` when done.
+    let worker = unsafe { &mut *worker };
+    worker.serve_others(running);
+    SERVING.set(false);
+}
+
+/// Whether this thread is serving other connections from inside a busy
+/// script: commands that need shard locks must not run (the script's
+/// thread holds them).
+pub fn serving_while_busy() -> bool {
+    SERVING.get()
 }

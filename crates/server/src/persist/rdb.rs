@@ -274,6 +274,15 @@ fn start_snapshot(server: &Arc<Server>) -> Result<Receiver<SaveOutcome>, SaveErr
         dirty_at_cut = server.total_dirty();
         // No shard can be visited while the cut holds them all.
         state.keys_processed.store(0, Ordering::Relaxed);
+        // The function libraries come before the databases, as Redis
+        // writes them; the channel is empty yet, so this cannot block.
+        let functions = function_records(server, &visitor.opts);
+        if !functions.is_empty() {
+            let _ = visitor.chunks.send(Chunk {
+                bytes: functions,
+                keys: 0,
+            });
+        }
     });
     let keys_at_cut = match started {
         Ok(keys) => keys,
@@ -650,13 +659,23 @@ pub fn load_stream(server: &Server, reader: impl Read) -> Result<(LoadStats, u64
                     log_progress(state, stats.loaded);
                 }
             }
-            Item::Function { .. } => {
-                return Err("the dump holds functions, which Vireo does not support yet".into());
+            Item::Function { code } => {
+                crate::exec::script::function_load_persisted(server, &code)
+                    .map_err(|e| format!("Failed loading library: {e}"))?;
             }
             Item::ResizeDb { .. } | Item::ModuleAux { .. } => {}
         }
     }
     Ok((stats, loader.offset()))
+}
+
+/// The function libraries as RDB records (Redis's `rdbSaveFunctions`).
+pub fn function_records(server: &Server, opts: &EncodeOptions) -> Vec<u8> {
+    let mut out = Vec::new();
+    for code in server.scripts.library_codes() {
+        rdb::write_function(&mut out, &code, opts);
+    }
+    out
 }
 
 /// How often (in keys) a load considers logging its progress.

@@ -87,6 +87,29 @@ pub fn write_eof(out: &mut Vec<u8>) {
     out.push(opcode::EOF);
 }
 
+/// Writes a function library (the FUNCTION2 opcode and its code), as
+/// Redis saves each library in RDB files and FUNCTION DUMP payloads.
+pub fn write_function(out: &mut Vec<u8>, code: &[u8], opts: &EncodeOptions) {
+    out.push(opcode::FUNCTION2);
+    write_string(out, code, opts.compress);
+}
+
+/// The FUNCTION DUMP payload of `libraries` (each one's code): their
+/// records, the RDB version and the CRC64, like a key's DUMP payload.
+pub fn dump_functions<'a>(
+    libraries: impl IntoIterator<Item = &'a [u8]>,
+    opts: &EncodeOptions,
+) -> Vec<u8> {
+    let mut out = Vec::new();
+    for code in libraries {
+        write_function(&mut out, code, opts);
+    }
+    out.extend_from_slice(&RDB_VERSION.to_le_bytes());
+    let crc = crc64(0, &out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
 /// Writes a value as its type byte and payload (DUMP's body).
 pub fn encode_value(out: &mut Vec<u8>, value: ValueRef, opts: &EncodeOptions) {
     let ty = value_type(value);

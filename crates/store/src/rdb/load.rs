@@ -550,18 +550,7 @@ fn read_payload<T>(
     verify_crc: bool,
     read: impl FnOnce(&mut Src<&[u8]>, u8) -> Res<T>,
 ) -> Result<T, PayloadError> {
-    if payload.len() < 10 {
-        return Err(PayloadError::VersionOrChecksum);
-    }
-    let (body, footer) = payload.split_at(payload.len() - 10);
-    let version = u16::from_le_bytes([footer[0], footer[1]]);
-    if version > RDB_VERSION {
-        return Err(PayloadError::VersionOrChecksum);
-    }
-    let stored = u64::from_le_bytes(footer[2..].try_into().unwrap_or_default());
-    if verify_crc && crc64(0, &payload[..payload.len() - 8]) != stored {
-        return Err(PayloadError::VersionOrChecksum);
-    }
+    let body = checked_payload_body(payload, verify_crc).ok_or(PayloadError::VersionOrChecksum)?;
     // A payload is already in memory: a window bigger than it is waste.
     let mut src = Src::new(body, body.len().min(PREALLOC_MAX));
     let r = src.u8().and_then(|ty| read(&mut src, ty));
@@ -572,6 +561,49 @@ fn read_payload<T>(
             key: None,
         })
     })
+}
+
+/// Why a FUNCTION RESTORE payload was refused.
+#[derive(Debug, PartialEq, Eq)]
+pub enum FunctionsPayloadError {
+    /// Too short, from a newer RDB version, or a bad checksum.
+    VersionOrChecksum,
+    /// A record is not a function library ("given type is not a function").
+    NotAFunction,
+    /// A record is cut short or malformed.
+    BadData,
+}
+
+/// Decodes a FUNCTION DUMP payload into the libraries' code, checking the
+/// version and CRC64 footer like [`restore_payload`].
+pub fn restore_functions(payload: &[u8]) -> Result<Vec<Vec<u8>>, FunctionsPayloadError> {
+    let body =
+        checked_payload_body(payload, true).ok_or(FunctionsPayloadError::VersionOrChecksum)?;
+    let mut src = Src::new(body, body.len().min(PREALLOC_MAX));
+    let mut codes = Vec::new();
+    while src.offset() < body.len() as u64 {
+        match src.u8() {
+            Ok(opcode::FUNCTION2) => {}
+            Ok(_) => return Err(FunctionsPayloadError::NotAFunction),
+            Err(_) => return Err(FunctionsPayloadError::BadData),
+        }
+        codes.push(src.string().map_err(|_| FunctionsPayloadError::BadData)?);
+    }
+    Ok(codes)
+}
+
+/// The body of a DUMP-style payload whose version is known and whose
+/// checksum is good (not checked unless `verify_crc`: DEBUG
+/// SET-SKIP-CHECKSUM-VALIDATION).
+fn checked_payload_body(payload: &[u8], verify_crc: bool) -> Option<&[u8]> {
+    if payload.len() < 10 {
+        return None;
+    }
+    let (body, footer) = payload.split_at(payload.len() - 10);
+    let version = u16::from_le_bytes([footer[0], footer[1]]);
+    let stored = u64::from_le_bytes(footer[2..].try_into().ok()?);
+    let crc_ok = !verify_crc || crc64(0, &payload[..payload.len() - 8]) == stored;
+    (version <= RDB_VERSION && crc_ok).then_some(body)
 }
 
 /// Reads a value of type byte `ty`; None for an empty collection (which a

@@ -32,10 +32,13 @@ use std::fmt;
 
 pub use crc64::crc64;
 pub use encode::{
-    dump_payload, dump_stream_payload, encode_value, write_aux, write_entry, write_eof,
-    write_header, write_resize_db, write_select_db, EncodeOptions,
+    dump_functions, dump_payload, dump_stream_payload, encode_value, write_aux, write_entry,
+    write_eof, write_function, write_header, write_resize_db, write_select_db, EncodeOptions,
 };
-pub use load::{restore_payload, restore_stream_payload, Item, LoadOptions, Loader, PayloadError};
+pub use load::{
+    restore_functions, restore_payload, restore_stream_payload, FunctionsPayloadError, Item,
+    LoadOptions, Loader, PayloadError,
+};
 pub use stream::write_stream;
 
 /// The RDB version Redis 7.0 writes and the newest Vireo reads.

@@ -651,3 +651,65 @@ fn module_aux_is_skipped_and_named() {
     let e = load_all(b"REDIS0010\xf6").unwrap_err();
     assert!(e.to_string().contains("pre-release function format"), "{e}");
 }
+
+#[test]
+fn function_payloads_round_trip_and_refuse_damage() {
+    let long = b"#!lua name=long\nredis.register_function('f', function() return 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa' end)".to_vec();
+    let libs: [&[u8]; 2] = [
+        b"#!lua name=a\nredis.register_function('a', function() return 1 end)",
+        &long,
+    ];
+    for compress in [false, true] {
+        let opts = EncodeOptions {
+            compress,
+            ..Default::default()
+        };
+        let payload = dump_functions(libs, &opts);
+        assert_eq!(
+            restore_functions(&payload).unwrap(),
+            libs.map(<[u8]>::to_vec)
+        );
+        let mut bad = payload.clone();
+        bad[3] ^= 1;
+        assert_eq!(
+            restore_functions(&bad),
+            Err(FunctionsPayloadError::VersionOrChecksum)
+        );
+    }
+    assert_eq!(
+        restore_functions(&dump_functions([], &EncodeOptions::default())),
+        Ok(vec![])
+    );
+    assert_eq!(
+        restore_functions(b"short"),
+        Err(FunctionsPayloadError::VersionOrChecksum)
+    );
+    // A key's payload is not a function.
+    let value = crate::value::Value::Str(crate::value::StrValue::from_vec(b"x".to_vec()));
+    let key_payload = dump_payload(value.as_ref(), &EncodeOptions::default());
+    assert_eq!(
+        restore_functions(&key_payload),
+        Err(FunctionsPayloadError::NotAFunction)
+    );
+}
+
+#[test]
+fn function_payload_random_bytes_never_panic() {
+    let mut rng = fastrand::Rng::with_seed(11);
+    let good = dump_functions([&b"#!lua name=a\nx"[..]], &EncodeOptions::default());
+    for _ in 0..20_000 {
+        let mut body: Vec<u8> = if rng.bool() {
+            good[..good.len() - 10].to_vec()
+        } else {
+            (0..rng.usize(..40)).map(|_| rng.u8(..)).collect()
+        };
+        if !body.is_empty() && rng.bool() {
+            let i = rng.usize(..body.len());
+            body[i] = rng.u8(..);
+        }
+        body.extend_from_slice(&RDB_VERSION.to_le_bytes());
+        let crc = crc64(0, &body);
+        body.extend_from_slice(&crc.to_le_bytes());
+        let _ = restore_functions(&body);
+    }
+}

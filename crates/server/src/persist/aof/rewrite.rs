@@ -276,7 +276,30 @@ pub fn write_base(
     let ks = &server.keyspace;
     let (tx, rx) = crossbeam_channel::bounded(crate::persist::rdb::CHUNKS_IN_FLIGHT);
     let now_ms = vireo_store::clock::now_ms();
+    let functions_tx = tx.clone();
     let visitor = Arc::new(BaseChunks { tx, now_ms, format });
+    // `move`: the sender must go with the closure, or the writer would wait
+    // for it forever.
+    let at_cut = move || {
+        at_cut();
+        // The libraries open the base: FUNCTION LOAD commands, or RDB
+        // function records (the channel is empty at the cut).
+        let functions = match format {
+            BaseFormat::Rdb => {
+                crate::persist::rdb::function_records(server, &rdb::EncodeOptions::default())
+            }
+            BaseFormat::Commands => {
+                let mut out = Vec::new();
+                for code in server.scripts.library_codes() {
+                    encode(&mut out, &[&b"FUNCTION"[..], b"LOAD", &code]);
+                }
+                out
+            }
+        };
+        if !functions.is_empty() {
+            let _ = functions_tx.send(functions);
+        }
+    };
     if ks.begin_snapshot(visitor, at_cut).is_err() {
         return Err(std::io::Error::other(
             "another snapshot is in progress; the rewrite is scheduled",
