@@ -528,7 +528,7 @@ impl Ctx<'_> {
     /// Publishes keyspace event `event` of class `class` (bits of
     /// [`crate::exec::notify::class`]) for `key` of the current database,
     /// as Redis's `notifyKeyspaceEvent`. With the class off it costs one
-    /// relaxed load.
+    /// relaxed load of the hook word.
     #[inline]
     pub fn notify(&mut self, class: u32, event: &str, key: &[u8]) {
         self.notify_in(self.db, class, event, key);
@@ -537,7 +537,7 @@ impl Ctx<'_> {
     /// [`Ctx::notify`] for a key of database `db` (MOVE, COPY … DB).
     #[inline]
     pub fn notify_in(&mut self, db: usize, class: u32, event: &str, key: &[u8]) {
-        if crate::exec::notify::flags(self.server) & class != 0 {
+        if crate::exec::notify::hooks(self.server) & class != 0 {
             crate::exec::notify::command_event(self, class, event, db, key);
         }
     }

@@ -63,9 +63,11 @@ pub fn run(
     }
     // Replaying the AOF recreates data that fitted: no memory limit then,
     // as Redis ignores maxmemory while loading.
+    // One load of the hook word serves every hook of this command.
+    let hooks = crate::exec::notify::hooks(server);
     let oom = if session.replaying {
         None
-    } else if crate::exec::tracking::active(server) {
+    } else if hooks & crate::exec::notify::hook::TRACKING != 0 {
         crate::exec::tracking::with_early_delivery(session.id, out, || {
             oom_rejection(server, session, cmd)
         })
@@ -128,8 +130,8 @@ pub fn run(
     let mut keys = lock_for(server, session, cmd, args);
     // CLIENT NO-TOUCH: this client's lookups leave access times alone.
     keys.set_no_touch(session.no_touch);
-    if crate::exec::notify::flags(server) & crate::exec::notify::class::NEW != 0 {
-        keys.record_created();
+    if hooks != 0 {
+        record_for_events(&mut keys, hooks);
     }
     let replaying = session.replaying;
     let mut ctx = Ctx {
@@ -187,12 +189,26 @@ pub fn run(
         ReplyMode::On | ReplyMode::SkipNext => {}
     }
     crate::exec::pubsub::restore_held_pushes(session, out);
-    crate::exec::tracking::command_done(session, spec.name);
-    if crate::exec::tracking::active(server) {
+    // CLIENT CACHING is only set while this client tracks.
+    if hooks & crate::exec::notify::hook::TRACKING != 0 {
+        crate::exec::tracking::command_done(session, spec.name);
         let mut local = crate::exec::pubsub::Local { session, out };
         crate::exec::tracking::after_command(server, &mut local);
     }
     Outcome::Done
+}
+
+/// Asks the command's keyspace view to record what the classes on in
+/// `hooks` report apart from the command: created keys (`n`), read misses
+/// (`m`).
+fn record_for_events(keys: &mut Keys<'_>, hooks: u32) {
+    use crate::exec::notify::class;
+    if hooks & class::NEW != 0 {
+        keys.record_created();
+    }
+    if hooks & class::KEY_MISS != 0 {
+        keys.record_misses();
+    }
 }
 
 /// Finds the command (and subcommand) and checks its arity; Err is the
@@ -404,9 +420,11 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: CmdRef, args: Args<'_>) {
     let result = catch_unwind(AssertUnwindSafe(|| (spec.handler)(ctx, args)));
     let elapsed_us = command_end_us().saturating_sub(start);
     signal_expired(ctx);
-    if crate::exec::notify::flags(server) != 0 || crate::exec::tracking::active(server) {
+    let hooks = crate::exec::notify::hooks(server);
+    if hooks != 0 {
         crate::exec::notify::flush_pending(ctx);
-        if spec.has(flags::READONLY) && !spec.has(flags::PUBSUB) {
+        let tracking = hooks & crate::exec::notify::hook::TRACKING != 0;
+        if tracking && spec.has(flags::READONLY) && !spec.has(flags::PUBSUB) {
             let keys = spec
                 .reported_keys(args)
                 .into_iter()
