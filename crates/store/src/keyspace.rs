@@ -757,6 +757,7 @@ struct Recorded {
 }
 
 impl<'a> Keys<'a> {
+    #[inline]
     fn new(ks: &'a Keyspace, guards: Guards<'a>, dynamic: bool) -> Self {
         Keys {
             ks,
@@ -1054,6 +1055,19 @@ impl<'a> Keys<'a> {
         self.lookup(db, key, false, true, false)
     }
 
+    /// Like [`Keys::get_read_no_touch`], but a miss is not recorded for
+    /// the `keymiss` event (Redis's OBJECT looks up with
+    /// `LOOKUP_NONOTIFY`).
+    pub fn get_read_unreported(&mut self, db: usize, key: &[u8]) -> Option<&mut Entry> {
+        let recorded = self.recorded.take();
+        let found = self.lookup(db, key, false, true, false).is_some();
+        self.recorded = recorded;
+        if !found {
+            return None;
+        }
+        self.lookup(db, key, false, false, false)
+    }
+
     /// A read lookup that always records an access, even for a no-touch
     /// view (TOUCH). True if the key exists.
     pub fn touch(&mut self, db: usize, key: &[u8]) -> bool {
@@ -1185,7 +1199,9 @@ impl<'a> Keys<'a> {
         if let Some(i) = added_at {
             shard.mark_added(db, i);
             if let (Some(created), Some(key)) = (
-                self.recorded.as_deref_mut().and_then(|r| r.created.as_mut()),
+                self.recorded
+                    .as_deref_mut()
+                    .and_then(|r| r.created.as_mut()),
                 created_key,
             ) {
                 created.push((db, key));

@@ -146,6 +146,7 @@ pub fn run(
         deny_blocking: replaying,
         effects: None,
         expired_announced: 0,
+        hooks,
     };
     if ctx.session.reply_mode == ReplyMode::SkipNext {
         ctx.session.reply_mode = ReplyMode::Skipping;
@@ -420,7 +421,7 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: CmdRef, args: Args<'_>) {
     let result = catch_unwind(AssertUnwindSafe(|| (spec.handler)(ctx, args)));
     let elapsed_us = command_end_us().saturating_sub(start);
     signal_expired(ctx);
-    let hooks = crate::exec::notify::hooks(server);
+    let hooks = ctx.hooks;
     if hooks != 0 {
         crate::exec::notify::flush_pending(ctx);
         let tracking = hooks & crate::exec::notify::hook::TRACKING != 0;

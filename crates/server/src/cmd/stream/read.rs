@@ -27,10 +27,10 @@ use vireo_store::stream::{Stream, StreamId};
 use vireo_store::{Key, Keys, Value};
 
 use super::{no_group, now_i64, reply_entry, reply_range, Ctx, WrongType, EV_STREAM};
-use crate::exec::notify;
 use super::{read_stream, spec, write_stream, CommandSpec, BLOCKING, READONLY, WRITE};
 use crate::cmd::{errors, is, KeySpec};
 use crate::exec::blocking::{self, BlockedOp, Served, Waiter};
+use crate::exec::notify;
 use crate::server::Server;
 
 /// XREAD [COUNT count] [BLOCK milliseconds] STREAMS key [key ...] id [id ...]
