@@ -269,6 +269,49 @@ fn tracking_invalidates_resp3_and_redirected_resp2_clients() {
     assert_eq!(r2.call(&["CLIENT", "GETREDIR"]), format!(":{sink_id}\r\n"));
 }
 
+/// INFO's `tracking_clients` of a server.
+fn tracking_clients(c: &mut Raw) -> usize {
+    let info = c.call(&["INFO", "clients"]);
+    info.lines()
+        .find_map(|l| l.strip_prefix("tracking_clients:"))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("tracking_clients in INFO")
+}
+
+/// The tracking count (and the hook bit behind it) follows clients that
+/// turn tracking off, quit without reading, or close: invalidations stop
+/// when the last tracker goes and start again with the next one.
+#[test]
+fn tracking_count_follows_clients_that_leave() {
+    let srv = common::Server::start(&["--io-threads", "3"]);
+    let mut admin = Raw::connect(srv.port);
+    let mut quitter = Raw::connect(srv.port);
+    let mut closer = Raw::connect(srv.port);
+    let mut cache = Raw::connect(srv.port);
+    cache.call(&["HELLO", "3"]);
+    for c in [&mut quitter, &mut closer, &mut cache] {
+        assert_eq!(c.call(&["CLIENT", "TRACKING", "on", "BCAST"]), "+OK\r\n");
+    }
+    assert_eq!(tracking_clients(&mut admin), 3);
+    // QUIT sent and its reply never read; a socket closed.
+    quitter.send(&["QUIT"]);
+    drop(closer);
+    assert_eq!(cache.call(&["CLIENT", "TRACKING", "off"]), "+OK\r\n");
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while tracking_clients(&mut admin) != 0 {
+        assert!(std::time::Instant::now() < deadline, "trackers left over");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    admin.call(&["SET", "k", "1"]);
+    assert_eq!(cache.call(&["PING"]), "+PONG\r\n");
+    assert_eq!(cache.call(&["CLIENT", "TRACKING", "on"]), "+OK\r\n");
+    assert_eq!(tracking_clients(&mut admin), 1);
+    cache.call(&["GET", "k"]);
+    admin.call(&["SET", "k", "2"]);
+    assert_eq!(cache.read(), ">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nk\r\n");
+    drop(quitter);
+}
+
 /// The same scripts on Vireo and on redis-server: every reply and every
 /// message a subscriber receives must be identical.
 #[test]

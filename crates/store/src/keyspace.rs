@@ -1611,6 +1611,35 @@ mod tests {
     }
 
     #[test]
+    fn views_record_creations_and_read_misses_only_when_asked() {
+        let ks = Keyspace::new(16, 8);
+        let mut k = ks.lock_keys([&b"a"[..], &b"b"[..], &b"c"[..]]);
+        assert!(!k.set(0, b"a", s(b"1")));
+        assert!(k.get_read(0, b"c").is_none());
+        assert!(k.take_created().is_empty());
+        assert!(k.take_misses().is_empty());
+        k.record_created();
+        k.record_misses();
+        assert!(!k.set(0, b"b", s(b"1")));
+        assert!(k.set(0, b"a", s(b"2")));
+        assert!(k.get_read(0, b"a").is_some());
+        assert!(k.get_read(1, b"c").is_none());
+        // Write lookups and OBJECT's lookup are no read misses.
+        assert!(k.get_mut(0, b"c").is_none());
+        assert!(k.get_read_unreported(0, b"c").is_none());
+        assert!(k.get_read_unreported(0, b"a").is_some());
+        assert!(k.get_read_no_touch(0, b"c").is_none());
+        let key = |v: &[u8]| Key::from(v);
+        assert_eq!(k.take_created(), vec![(0, key(b"b"))]);
+        assert_eq!(k.take_misses(), vec![(1, key(b"c")), (0, key(b"c"))]);
+        assert!(k.take_misses().is_empty());
+        drop(k);
+        let st = ks.stats();
+        // The unreported lookups still count as hit and miss.
+        assert_eq!((st.keyspace_hits, st.keyspace_misses), (2, 4));
+    }
+
+    #[test]
     fn set_get_remove() {
         let ks = Keyspace::new(16, 8);
         let mut k = ks.lock_keys([&b"a"[..]]);

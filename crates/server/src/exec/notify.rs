@@ -246,6 +246,22 @@ mod tests {
     }
 
     #[test]
+    fn classes_and_hook_bits_share_the_word_without_clobbering() {
+        let word = AtomicU32::new(0);
+        set_classes(&word, parse("KEA").unwrap());
+        word.fetch_or(hook::TRACKING, Ordering::Relaxed);
+        set_classes(&word, parse("Kx").unwrap());
+        let w = word.load(Ordering::Relaxed);
+        assert_eq!(w & hook::TRACKING, hook::TRACKING);
+        assert_eq!(w & !hook::TRACKING, parse("Kx").unwrap());
+        assert_eq!(format(w), "xK");
+        set_classes(&word, 0);
+        assert_eq!(word.load(Ordering::Relaxed), hook::TRACKING);
+        // No class letter uses the hook bits.
+        assert_eq!(parse("AKEmn").unwrap() & hook::TRACKING, 0);
+    }
+
+    #[test]
     fn stored_letters_keep_every_class() {
         let all = parse("AnKEm").unwrap();
         assert_eq!(parse(&letters(all)), Some(all));
