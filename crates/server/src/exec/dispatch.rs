@@ -67,12 +67,8 @@ pub fn run(
     let hooks = crate::exec::notify::hooks(server);
     let oom = if session.replaying {
         None
-    } else if hooks & crate::exec::notify::hook::TRACKING != 0 {
-        crate::exec::tracking::with_early_delivery(session.id, out, || {
-            oom_rejection(server, session, cmd)
-        })
     } else {
-        oom_rejection(server, session, cmd)
+        oom_rejection(server, session, out, cmd, hooks)
     };
     if let Some(msg) = oom {
         if spec.name == "exec" {
@@ -288,11 +284,24 @@ fn stats_of<'s>(server: &'s Server, session: &Session, cmd: CmdRef) -> &'s crate
 /// `performEvictions` at command start); if memory stays over the limit
 /// with nothing left to evict, refuses commands that may grow memory (EXEC
 /// when any queued command may) and anything queued into a transaction.
-fn oom_rejection(server: &Server, session: &Session, cmd: CmdRef) -> Option<&'static str> {
+fn oom_rejection(
+    server: &Server,
+    session: &Session,
+    out: &mut ReplyBuf,
+    cmd: CmdRef,
+    hooks: u32,
+) -> Option<&'static str> {
     if server.config.hot.maxmemory.load(Ordering::Relaxed) == 0 {
         return None;
     }
-    if crate::memory::evict::perform_evictions(server) != crate::memory::evict::EvictResult::Fail {
+    let evict = || crate::memory::evict::perform_evictions(server);
+    // Invalidations of the keys evicted reach this client ahead of its reply.
+    let result = if hooks & crate::exec::notify::hook::TRACKING != 0 {
+        crate::exec::tracking::with_early_delivery(session.id, out, evict)
+    } else {
+        evict()
+    };
+    if result != crate::memory::evict::EvictResult::Fail {
         return None;
     }
     let name = cmd.spec.name;
