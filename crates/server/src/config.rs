@@ -458,8 +458,10 @@ pub struct HotConfig {
     pub latency_tracking: AtomicBool,
     /// `tracking-table-max-keys` (0: no limit).
     pub tracking_table_max_keys: AtomicU64,
-    /// `notify-keyspace-events` as class bits ([`crate::exec::notify::class`]).
-    pub notify_keyspace_events: AtomicU32,
+    /// The hook word: `notify-keyspace-events` as class bits
+    /// ([`crate::exec::notify::class`]) plus [`crate::exec::notify::hook`]
+    /// bits; zero while nothing listens (see [`crate::exec::notify::hooks`]).
+    pub hooks: AtomicU32,
     /// Not a Redis parameter (Redis toggles it with DEBUG); on by default.
     pub active_expire_enabled: AtomicBool,
     /// DEBUG SET-SKIP-CHECKSUM-VALIDATION: RDB files and RESTORE payloads
@@ -742,7 +744,7 @@ impl Config {
                 .unwrap_or_default(),
             "io-threads" => self.io_threads_effective().to_string(),
             "notify-keyspace-events" => {
-                crate::exec::notify::format(self.hot.notify_keyspace_events.load(Ordering::Relaxed))
+                crate::exec::notify::format(self.hot.hooks.load(Ordering::Relaxed))
             }
             _ => values.get(p.name).cloned().unwrap_or_default(),
         }
@@ -937,8 +939,7 @@ impl Config {
         h.tracking_table_max_keys
             .store(u("tracking-table-max-keys"), Ordering::Relaxed);
         let events = crate::exec::notify::parse(&self.raw("notify-keyspace-events"));
-        h.notify_keyspace_events
-            .store(events.unwrap_or(0), Ordering::Relaxed);
+        crate::exec::notify::set_classes(&h.hooks, events.unwrap_or(0));
         h.lazyfree_lazy_user_del
             .store(self.flag("lazyfree-lazy-user-del"), Ordering::Relaxed);
         h.lazyfree_lazy_user_flush

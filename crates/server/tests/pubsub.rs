@@ -269,6 +269,49 @@ fn tracking_invalidates_resp3_and_redirected_resp2_clients() {
     assert_eq!(r2.call(&["CLIENT", "GETREDIR"]), format!(":{sink_id}\r\n"));
 }
 
+/// INFO's `tracking_clients` of a server.
+fn tracking_clients(c: &mut Raw) -> usize {
+    let info = c.call(&["INFO", "clients"]);
+    info.lines()
+        .find_map(|l| l.strip_prefix("tracking_clients:"))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("tracking_clients in INFO")
+}
+
+/// The tracking count (and the hook bit behind it) follows clients that
+/// turn tracking off, quit without reading, or close: invalidations stop
+/// when the last tracker goes and start again with the next one.
+#[test]
+fn tracking_count_follows_clients_that_leave() {
+    let srv = common::Server::start(&["--io-threads", "3"]);
+    let mut admin = Raw::connect(srv.port);
+    let mut quitter = Raw::connect(srv.port);
+    let mut closer = Raw::connect(srv.port);
+    let mut cache = Raw::connect(srv.port);
+    cache.call(&["HELLO", "3"]);
+    for c in [&mut quitter, &mut closer, &mut cache] {
+        assert_eq!(c.call(&["CLIENT", "TRACKING", "on", "BCAST"]), "+OK\r\n");
+    }
+    assert_eq!(tracking_clients(&mut admin), 3);
+    // QUIT sent and its reply never read; a socket closed.
+    quitter.send(&["QUIT"]);
+    drop(closer);
+    assert_eq!(cache.call(&["CLIENT", "TRACKING", "off"]), "+OK\r\n");
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while tracking_clients(&mut admin) != 0 {
+        assert!(std::time::Instant::now() < deadline, "trackers left over");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    admin.call(&["SET", "k", "1"]);
+    assert_eq!(cache.call(&["PING"]), "+PONG\r\n");
+    assert_eq!(cache.call(&["CLIENT", "TRACKING", "on"]), "+OK\r\n");
+    assert_eq!(tracking_clients(&mut admin), 1);
+    cache.call(&["GET", "k"]);
+    admin.call(&["SET", "k", "2"]);
+    assert_eq!(cache.read(), ">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nk\r\n");
+    drop(quitter);
+}
+
 /// The same scripts on Vireo and on redis-server: every reply and every
 /// message a subscriber receives must be identical.
 #[test]
@@ -344,6 +387,203 @@ fn transcript(port: u16) -> Vec<String> {
             if done {
                 break;
             }
+        }
+    }
+    log
+}
+
+/// The keyspace events of the stream, HyperLogLog and GEO families and of
+/// read misses, in order, against redis-server: every event a pattern
+/// subscriber receives for a fixed script plus seeded random stream
+/// commands must be identical.
+#[test]
+fn stream_hll_geo_and_keymiss_events_match_redis() {
+    if !common::diff::redis_server_available() {
+        eprintln!("redis-server not on PATH: differential keyspace event test skipped");
+        return;
+    }
+    let redis = common::diff::start_redis();
+    let vireo = common::Server::start(&["--io-threads", "2"]);
+    let a = event_transcript(redis.port);
+    let b = event_transcript(vireo.port);
+    for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+        assert_eq!(x, y, "entry {i} differs (redis, vireo)");
+    }
+    assert_eq!(a.len(), b.len());
+    let all = b.concat();
+    for event in [
+        "xadd",
+        "xtrim",
+        "xdel",
+        "xsetid",
+        "xgroup-create",
+        "xgroup-setid",
+        "xgroup-createconsumer",
+        "xgroup-delconsumer",
+        "xgroup-destroy",
+        "pfadd",
+        "georadiusstore",
+        "geosearchstore",
+        "keymiss",
+    ] {
+        let channel = format!("__keyevent@0__:{event}\r\n");
+        assert!(all.contains(&channel), "no {event} event");
+    }
+    // Consumers named by XREADGROUP (twice: by a reader served at once and
+    // by a blocked one), XCLAIM, XAUTOCLAIM and CREATECONSUMER.
+    let created = all
+        .matches("__keyevent@0__:xgroup-createconsumer\r\n")
+        .count();
+    assert!(created >= 6, "{created} consumer creations");
+}
+
+/// The fixed part of [`event_transcript`]: each family's events, the
+/// consumer creations of every command that names a consumer, and misses.
+const EVENT_SCRIPT: &[&[&str]] = &[
+    &["XADD", "s", "1-1", "f", "v"],
+    &["XADD", "s", "MAXLEN", "1", "2-1", "f", "v"],
+    &["XADD", "s", "MAXLEN", "5", "3-1", "f", "v"],
+    &["XADD", "nos", "NOMKSTREAM", "*", "f", "v"],
+    &["XTRIM", "s", "MAXLEN", "0"],
+    &["XTRIM", "s", "MAXLEN", "0"],
+    &["XADD", "s", "4-1", "f", "v"],
+    &["XDEL", "s", "4-1", "9-9"],
+    &["XDEL", "s", "4-1"],
+    &["XSETID", "s", "10-0"],
+    &["XGROUP", "CREATE", "s", "g", "$"],
+    &["XGROUP", "CREATE", "s", "g", "$"],
+    &["XGROUP", "CREATE", "m", "g", "$", "MKSTREAM"],
+    &["XGROUP", "SETID", "s", "g", "0"],
+    &["XGROUP", "CREATECONSUMER", "s", "g", "alice"],
+    &["XGROUP", "CREATECONSUMER", "s", "g", "alice"],
+    &["XADD", "s", "11-1", "f", "v"],
+    &["XREADGROUP", "GROUP", "g", "bob", "STREAMS", "s", ">"],
+    &["XREADGROUP", "GROUP", "g", "bob", "STREAMS", "s", ">"],
+    &["XREADGROUP", "GROUP", "g", "carol", "STREAMS", "s", "0"],
+    &["XCLAIM", "s", "g", "dave", "0", "11-1"],
+    &["XAUTOCLAIM", "s", "g", "erin", "0", "0"],
+    &["XGROUP", "DELCONSUMER", "s", "g", "bob"],
+    &["XGROUP", "DELCONSUMER", "s", "g", "nobody"],
+    &["XGROUP", "DESTROY", "s", "g"],
+    &["XGROUP", "DESTROY", "s", "g"],
+    &["PFADD", "h", "a", "b"],
+    &["PFADD", "h", "a"],
+    &["PFADD", "h2", "c"],
+    &["PFMERGE", "h3", "h", "h2"],
+    &["PFCOUNT", "h", "h2"],
+    &[
+        "GEOADD", "geo", "13.36", "38.11", "Palermo", "15.08", "37.50", "Catania",
+    ],
+    &[
+        "GEOSEARCHSTORE",
+        "gs",
+        "geo",
+        "FROMMEMBER",
+        "Palermo",
+        "BYRADIUS",
+        "200",
+        "km",
+        "ASC",
+    ],
+    &["GEORADIUS", "geo", "15", "37", "200", "km", "STORE", "gr"],
+    &[
+        "GEORADIUSBYMEMBER",
+        "geo",
+        "Palermo",
+        "1",
+        "m",
+        "STORE",
+        "gs",
+    ],
+    &[
+        "GEOSEARCHSTORE",
+        "gr",
+        "nogeo",
+        "FROMLONLAT",
+        "0",
+        "0",
+        "BYRADIUS",
+        "1",
+        "km",
+    ],
+    &["GET", "missing"],
+    &["OBJECT", "ENCODING", "missing"],
+    &["EXISTS", "missing", "s"],
+    &["XRANGE", "missing", "-", "+"],
+    &["PFCOUNT", "missing"],
+    &["MGET", "missing", "h", "missing2"],
+];
+
+/// Runs [`EVENT_SCRIPT`], a blocked XREADGROUP served by an XADD, and
+/// seeded random stream commands with every class on (`KEA` plus `n` and
+/// `m`); returns the replies and every event received, in order.
+fn event_transcript(port: u16) -> Vec<String> {
+    let mut log = Vec::new();
+    let mut admin = Raw::connect(port);
+    admin.call(&["FLUSHALL"]);
+    admin.call(&["CONFIG", "SET", "notify-keyspace-events", "KEAnm"]);
+    let mut sub = Raw::connect(port);
+    sub.send(&["PSUBSCRIBE", "__key*__:*", "done"]);
+    sub.read();
+    sub.read();
+    for cmd in EVENT_SCRIPT {
+        log.push(admin.call(cmd));
+    }
+    // A consumer created when a blocked reader is served.
+    admin.call(&["XGROUP", "CREATE", "b", "g", "$", "MKSTREAM"]);
+    let mut reader = Raw::connect(port);
+    reader.send(&[
+        "XREADGROUP",
+        "GROUP",
+        "g",
+        "zed",
+        "BLOCK",
+        "0",
+        "STREAMS",
+        "b",
+        ">",
+    ]);
+    std::thread::sleep(Duration::from_millis(200));
+    log.push(admin.call(&["XADD", "b", "1-1", "f", "v"]));
+    log.push(reader.read());
+    let mut rng = fastrand::Rng::with_seed(2424);
+    for _ in 0..300 {
+        let key = ["r1", "r2"][rng.usize(..2)];
+        let id = format!("{}-{}", rng.u32(..50), rng.u32(..3));
+        let consumer = ["c1", "c2", "c3"][rng.usize(..3)];
+        let cmd: Vec<&str> = match rng.u8(..9) {
+            0 | 1 => vec!["XADD", key, "MAXLEN", "3", "*", "f", "v"],
+            2 => vec!["XDEL", key, &id],
+            3 => vec!["XTRIM", key, "MINID", &id],
+            4 => vec!["XGROUP", "CREATE", key, "g", "0", "MKSTREAM"],
+            5 => vec![
+                "XREADGROUP",
+                "GROUP",
+                "g",
+                consumer,
+                "COUNT",
+                "1",
+                "STREAMS",
+                key,
+                ">",
+            ],
+            6 => vec!["XCLAIM", key, "g", consumer, "0", &id],
+            7 => vec!["XGROUP", "DELCONSUMER", key, "g", consumer],
+            _ => vec!["DEL", key],
+        };
+        // The replies of `*` IDs differ between servers; their events not.
+        let reply = admin.call(&cmd);
+        if cmd[0] != "XADD" && cmd[0] != "XREADGROUP" && cmd[0] != "XCLAIM" {
+            log.push(reply);
+        }
+    }
+    admin.call(&["PUBLISH", "done", "x"]);
+    loop {
+        let v = sub.read();
+        let done = v.contains("\r\ndone\r\n");
+        log.push(v);
+        if done {
+            break;
         }
     }
     log

@@ -735,19 +735,29 @@ pub struct Keys<'a> {
     /// Keys this view deleted because their TTL had passed, as (db, key),
     /// in order, for the persistence log (Redis propagates them as DEL).
     expired: Vec<(usize, Key)>,
-    /// Keys this view created, as (db, key), while someone wants to know
-    /// (keyspace notifications of class `new`); None otherwise.
-    /// Boxed on purpose: one word in a view every command moves around
-    /// (callgrind: the unboxed list cost every SET an out-of-line drop).
-    #[allow(clippy::box_collection)]
-    created: Option<Box<Vec<(usize, Key)>>>,
+    /// What the view records for keyspace notifications while someone
+    /// wants to know (classes `new` and `m`); None otherwise. Boxed on
+    /// purpose: one word in a view every command moves around (callgrind:
+    /// unboxed lists cost every SET an out-of-line drop).
+    recorded: Option<Box<Recorded>>,
     /// Position in `guards` of the shard found last: one key's expiry
     /// check, lookup and WATCH signal ask for the same shard in a row
     /// (callgrind: the repeated binary searches cost MSET ~7%).
     last_pos: usize,
 }
 
+/// The keys a view records for keyspace notifications; each list is None
+/// while its class is off.
+#[derive(Default)]
+struct Recorded {
+    /// Keys the view created (class `new`).
+    created: Option<Vec<(usize, Key)>>,
+    /// Keys read lookups did not find (class `m`, Redis's `keymiss`).
+    misses: Option<Vec<(usize, Key)>>,
+}
+
 impl<'a> Keys<'a> {
+    #[inline]
     fn new(ks: &'a Keyspace, guards: Guards<'a>, dynamic: bool) -> Self {
         Keys {
             ks,
@@ -756,7 +766,7 @@ impl<'a> Keys<'a> {
             now: command_now_ms(),
             touch: true,
             expired: Vec::new(),
-            created: None,
+            recorded: None,
             last_pos: 0,
         }
     }
@@ -787,16 +797,41 @@ impl<'a> Keys<'a> {
     /// From now on, records the keys this view creates (see
     /// [`Keys::take_created`]).
     pub fn record_created(&mut self) {
-        self.created.get_or_insert_with(Box::default);
+        self.recorded.get_or_insert_with(Box::default).created = Some(Vec::new());
     }
 
     /// Takes the keys created since the last call, as (db, key), oldest
     /// first; empty unless [`Keys::record_created`] was called.
     pub fn take_created(&mut self) -> Vec<(usize, Key)> {
-        self.created
+        self.recorded
             .as_deref_mut()
+            .and_then(|r| r.created.as_mut())
             .map(std::mem::take)
             .unwrap_or_default()
+    }
+
+    /// From now on, records the keys that read lookups (those counting
+    /// keyspace hits and misses) did not find (see [`Keys::take_misses`]).
+    pub fn record_misses(&mut self) {
+        self.recorded.get_or_insert_with(Box::default).misses = Some(Vec::new());
+    }
+
+    /// Takes the keys read lookups missed since the last call, as (db,
+    /// key), oldest first; empty unless [`Keys::record_misses`] was called.
+    pub fn take_misses(&mut self) -> Vec<(usize, Key)> {
+        self.recorded
+            .as_deref_mut()
+            .and_then(|r| r.misses.as_mut())
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// Records a read lookup's miss of `key`, if misses are recorded.
+    #[cold]
+    fn record_miss(&mut self, db: usize, key: &[u8]) {
+        if let Some(misses) = self.recorded.as_deref_mut().and_then(|r| r.misses.as_mut()) {
+            misses.push((db, Key::from(key)));
+        }
     }
 
     /// The key table position of `key` in its (held) shard, found with one
@@ -972,6 +1007,9 @@ impl<'a> Keys<'a> {
         let now = self.now;
         let tuning = self.ks.lfu_tuning();
         let found = self.find_live_for(db, hash, key, change);
+        if found.is_none() && stats && self.recorded.is_some() {
+            self.record_miss(db, key);
+        }
         let shard = self.shard(hash);
         if change {
             shard.preserve_at(db, found);
@@ -1042,6 +1080,19 @@ impl<'a> Keys<'a> {
     /// `LOOKUP_NOTOUCH`).
     pub fn get_read_no_touch(&mut self, db: usize, key: &[u8]) -> Option<&mut Entry> {
         self.lookup(db, key, false, true, false)
+    }
+
+    /// Like [`Keys::get_read_no_touch`], but a miss is not recorded for
+    /// the `keymiss` event (Redis's OBJECT looks up with
+    /// `LOOKUP_NONOTIFY`).
+    pub fn get_read_unreported(&mut self, db: usize, key: &[u8]) -> Option<&mut Entry> {
+        let recorded = self.recorded.take();
+        let found = self.lookup(db, key, false, true, false).is_some();
+        self.recorded = recorded;
+        if !found {
+            return None;
+        }
+        self.lookup(db, key, false, false, false)
     }
 
     /// A read lookup that always records an access, even for a no-touch
@@ -1145,7 +1196,11 @@ impl<'a> Keys<'a> {
         let ks = self.ks;
         let tuning = ks.lfu_tuning();
         // Copied only while creations are recorded.
-        let created_key = self.created.is_some().then(|| Key::from(entry.key()));
+        let created_key = self
+            .recorded
+            .as_ref()
+            .is_some_and(|r| r.created.is_some())
+            .then(|| Key::from(entry.key()));
         let shard = self.shard(hash);
         let table = &mut shard.dbs[db];
         let new_ttl = entry.expire_at().is_some();
@@ -1170,7 +1225,12 @@ impl<'a> Keys<'a> {
         }
         if let Some(i) = added_at {
             shard.mark_added(db, i);
-            if let (Some(created), Some(key)) = (self.created.as_mut(), created_key) {
+            if let (Some(created), Some(key)) = (
+                self.recorded
+                    .as_deref_mut()
+                    .and_then(|r| r.created.as_mut()),
+                created_key,
+            ) {
                 created.push((db, key));
             }
         }
@@ -1575,6 +1635,35 @@ mod tests {
 
     fn s(v: &[u8]) -> Value {
         Value::Str(StrValue::from_bytes(v))
+    }
+
+    #[test]
+    fn views_record_creations_and_read_misses_only_when_asked() {
+        let ks = Keyspace::new(16, 8);
+        let mut k = ks.lock_keys([&b"a"[..], &b"b"[..], &b"c"[..]]);
+        assert!(!k.set(0, b"a", s(b"1")));
+        assert!(k.get_read(0, b"c").is_none());
+        assert!(k.take_created().is_empty());
+        assert!(k.take_misses().is_empty());
+        k.record_created();
+        k.record_misses();
+        assert!(!k.set(0, b"b", s(b"1")));
+        assert!(k.set(0, b"a", s(b"2")));
+        assert!(k.get_read(0, b"a").is_some());
+        assert!(k.get_read(1, b"c").is_none());
+        // Write lookups and OBJECT's lookup are no read misses.
+        assert!(k.get_mut(0, b"c").is_none());
+        assert!(k.get_read_unreported(0, b"c").is_none());
+        assert!(k.get_read_unreported(0, b"a").is_some());
+        assert!(k.get_read_no_touch(0, b"c").is_none());
+        let key = |v: &[u8]| Key::from(v);
+        assert_eq!(k.take_created(), vec![(0, key(b"b"))]);
+        assert_eq!(k.take_misses(), vec![(1, key(b"c")), (0, key(b"c"))]);
+        assert!(k.take_misses().is_empty());
+        drop(k);
+        let st = ks.stats();
+        // The unreported lookups still count as hit and miss.
+        assert_eq!((st.keyspace_hits, st.keyspace_misses), (2, 4));
     }
 
     #[test]

@@ -17,6 +17,8 @@ use vireo_resp::Args;
 use vireo_store::hll::{self, HllError, Union};
 use vireo_store::{Keys, StrRef, StrValue, Value, ValueRef};
 
+use crate::exec::notify::class as ev;
+
 use super::{errors, flags::*, is, spec, text, CommandSpec, Ctx, KeySpec, ALL_ARGS_KEYS, KEY1};
 
 /// This family's commands.
@@ -127,6 +129,7 @@ fn pfadd(ctx: &mut Ctx<'_>, args: Args<'_>) {
     };
     if changed {
         ctx.modified(key);
+        ctx.notify(ev::STRING, "pfadd", key);
     }
     ctx.out.int(i64::from(changed));
 }
@@ -200,6 +203,8 @@ fn pfmerge(ctx: &mut Ctx<'_>, args: Args<'_>) {
     match stored {
         Ok(()) => {
             ctx.modified(dest);
+            // Redis's event for a merge, a mass PFADD.
+            ctx.notify(ev::STRING, "pfadd", dest);
             ctx.out.ok();
         }
         Err(msg) => ctx.out.error(msg),

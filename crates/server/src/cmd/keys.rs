@@ -424,10 +424,10 @@ fn swapdb(ctx: &mut Ctx<'_>, args: Args<'_>) {
     ctx.out.ok();
 }
 
-/// Looks up OBJECT's key without recording an access; replies null and
-/// returns None when it is missing.
+/// Looks up OBJECT's key without recording an access (nor a `keymiss`
+/// event, as in Redis); replies null and returns None when it is missing.
 fn object_entry<'k>(ctx: &'k mut Ctx<'_>, args: Args<'_>) -> Option<&'k mut Entry> {
-    let entry = ctx.keys.get_read_no_touch(ctx.db, args.get(2));
+    let entry = ctx.keys.get_read_unreported(ctx.db, args.get(2));
     if entry.is_none() {
         ctx.out.null();
     }

@@ -42,6 +42,7 @@ use vireo_resp::number::parse_i64;
 use vireo_resp::{Args, ReplyBuf};
 use vireo_store::Keys;
 
+use crate::exec::notify::hook;
 use crate::net::session::Session;
 use crate::server::Server;
 
@@ -512,14 +513,27 @@ pub struct Ctx<'a> {
     /// How many of the keys `keys` found expired were announced (keyspace
     /// notifications, tracking), see [`crate::exec::notify::flush_pending`].
     pub expired_announced: usize,
+    /// The hook word ([`crate::exec::notify::hooks`]) as loaded when the
+    /// command started: its one load serves every hook the command passes.
+    pub hooks: u32,
 }
 
 impl Ctx<'_> {
     /// Records a write to `key`: wakes WATCHers and counts a change, as
     /// Redis's `signalModifiedKey` plus `server.dirty++`.
+    #[inline]
     pub fn modified(&mut self, key: &[u8]) {
         self.keys.signal_modified(self.db, key);
         self.dirty += 1;
+        if !self.server.blocking.is_empty() || self.hooks & hook::TRACKING != 0 {
+            self.modified_listened(key);
+        }
+    }
+
+    /// [`Ctx::modified`]'s part for when someone listens: blocked stream
+    /// readers, tracking clients.
+    #[inline(never)]
+    fn modified_listened(&mut self, key: &[u8]) {
         if !self.server.blocking.is_empty() && !self.holds_stream(key) {
             // A stream deleted or overwritten: its group readers must learn
             // (Redis signals the key from its delete and overwrite paths).
@@ -546,7 +560,7 @@ impl Ctx<'_> {
     /// of [`Ctx::modified`], for the writes that count their changes apart.
     #[inline]
     pub fn invalidate(&mut self, key: &[u8]) {
-        if crate::exec::tracking::active(self.server) {
+        if self.hooks & hook::TRACKING != 0 {
             let mut local = crate::exec::pubsub::Local {
                 session: self.session,
                 out: self.out,
@@ -557,8 +571,8 @@ impl Ctx<'_> {
 
     /// Publishes keyspace event `event` of class `class` (bits of
     /// [`crate::exec::notify::class`]) for `key` of the current database,
-    /// as Redis's `notifyKeyspaceEvent`. With the class off it costs one
-    /// relaxed load.
+    /// as Redis's `notifyKeyspaceEvent`. With the class off it costs a test
+    /// of the command's hook word.
     #[inline]
     pub fn notify(&mut self, class: u32, event: &str, key: &[u8]) {
         self.notify_in(self.db, class, event, key);
@@ -567,7 +581,7 @@ impl Ctx<'_> {
     /// [`Ctx::notify`] for a key of database `db` (MOVE, COPY … DB).
     #[inline]
     pub fn notify_in(&mut self, db: usize, class: u32, event: &str, key: &[u8]) {
-        if crate::exec::notify::flags(self.server) & class != 0 {
+        if self.hooks & class != 0 {
             crate::exec::notify::command_event(self, class, event, db, key);
         }
     }

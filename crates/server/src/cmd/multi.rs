@@ -90,6 +90,8 @@ fn exec(ctx: &mut Ctx<'_>, _args: Args<'_>) {
     ctx.out.array(queued.queue.len());
     for (cmd, args) in &queued.queue {
         ctx.keys.refresh_clock();
+        // A queued CONFIG SET or CLIENT TRACKING changes the next ones' hooks.
+        ctx.hooks = crate::exec::notify::hooks(ctx.server);
         dispatch::call(ctx, *cmd, args.as_args());
     }
 }

@@ -74,14 +74,12 @@ pub fn run(
     }
     // Replaying the AOF recreates data that fitted: no memory limit then,
     // as Redis ignores maxmemory while loading.
+    // One load of the hook word serves every hook of this command.
+    let hooks = crate::exec::notify::hooks(server);
     let oom = if session.replaying {
         None
-    } else if crate::exec::tracking::active(server) {
-        crate::exec::tracking::with_early_delivery(session.id, out, || {
-            oom_rejection(server, session, cmd, args)
-        })
     } else {
-        oom_rejection(server, session, cmd, args)
+        oom_rejection(server, session, out, cmd, args, hooks)
     };
     if let Some(msg) = oom {
         if spec.name == "exec" {
@@ -139,8 +137,8 @@ pub fn run(
     let mut keys = lock_for(server, session, cmd, args);
     // CLIENT NO-TOUCH: this client's lookups leave access times alone.
     keys.set_no_touch(session.no_touch);
-    if crate::exec::notify::flags(server) & crate::exec::notify::class::NEW != 0 {
-        keys.record_created();
+    if hooks != 0 {
+        record_for_events(&mut keys, hooks);
     }
     let replaying = session.replaying;
     let mut ctx = Ctx {
@@ -155,6 +153,7 @@ pub fn run(
         deny_blocking: replaying,
         effects: None,
         expired_announced: 0,
+        hooks,
     };
     if ctx.session.reply_mode == ReplyMode::SkipNext {
         ctx.session.reply_mode = ReplyMode::Skipping;
@@ -198,8 +197,9 @@ pub fn run(
         ReplyMode::On | ReplyMode::SkipNext => {}
     }
     crate::exec::pubsub::restore_held_pushes(session, out);
-    crate::exec::tracking::command_done(session, spec.name);
-    if crate::exec::tracking::active(server) {
+    // CLIENT CACHING is only set while this client tracks.
+    if hooks & crate::exec::notify::hook::TRACKING != 0 {
+        crate::exec::tracking::command_done(session, spec.name);
         let mut local = crate::exec::pubsub::Local { session, out };
         crate::exec::tracking::after_command(server, &mut local);
     }
@@ -229,6 +229,19 @@ pub fn lookup(args: Args<'_>) -> Result<CmdRef, LookupError> {
         return Err(LookupError::Arity(cmd));
     }
     Ok(cmd)
+}
+
+/// Asks the command's keyspace view to record what the classes on in
+/// `hooks` report apart from the command: created keys (`n`), read misses
+/// (`m`).
+fn record_for_events(keys: &mut Keys<'_>, hooks: u32) {
+    use crate::exec::notify::class;
+    if hooks & class::NEW != 0 {
+        keys.record_created();
+    }
+    if hooks & class::KEY_MISS != 0 {
+        keys.record_misses();
+    }
 }
 
 /// Finds the command (and subcommand) and checks its arity; Err is the
@@ -310,13 +323,22 @@ fn stats_of<'s>(server: &'s Server, session: &Session, cmd: CmdRef) -> &'s crate
 fn oom_rejection(
     server: &Server,
     session: &Session,
+    out: &mut ReplyBuf,
     cmd: CmdRef,
     args: Args<'_>,
+    hooks: u32,
 ) -> Option<&'static str> {
     if server.config.hot.maxmemory.load(Ordering::Relaxed) == 0 {
         return None;
     }
-    if crate::memory::evict::perform_evictions(server) != crate::memory::evict::EvictResult::Fail {
+    let evict = || crate::memory::evict::perform_evictions(server);
+    // Invalidations of the keys evicted reach this client ahead of its reply.
+    let result = if hooks & crate::exec::notify::hook::TRACKING != 0 {
+        crate::exec::tracking::with_early_delivery(session.id, out, evict)
+    } else {
+        evict()
+    };
+    if result != crate::memory::evict::EvictResult::Fail {
         return None;
     }
     let name = cmd.spec.name;
@@ -504,9 +526,11 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: CmdRef, args: Args<'_>) {
     let result = catch_unwind(AssertUnwindSafe(|| (spec.handler)(ctx, args)));
     let elapsed_us = command_end_us().saturating_sub(start);
     signal_expired(ctx);
-    if crate::exec::notify::flags(server) != 0 || crate::exec::tracking::active(server) {
+    let hooks = ctx.hooks;
+    if hooks != 0 {
         crate::exec::notify::flush_pending(ctx);
-        if spec.has(flags::READONLY) && !spec.has(flags::PUBSUB) {
+        let tracking = hooks & crate::exec::notify::hook::TRACKING != 0;
+        if tracking && spec.has(flags::READONLY) && !spec.has(flags::PUBSUB) {
             let keys = spec
                 .reported_keys(args)
                 .into_iter()

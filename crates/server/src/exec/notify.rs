@@ -3,16 +3,18 @@
 //! `__keyspace@<db>__:<key>` and `__keyevent@<db>__:<event>`.
 //!
 //! Commands report events through `Ctx::notify`, active expiry and eviction
-//! through [`background`]. Whether a class is on is one relaxed load of
-//! `HotConfig::notify_keyspace_events`: with notifications off (the
-//! default) an event costs that load and a branch, nothing more. While the
-//! `n` class is on, dispatch asks the keyspace view to record the keys a
-//! command creates, and the `new` events are published before the next
-//! event of the command (Redis publishes them at creation, before the
-//! command's own event); keys the command found expired are announced the
-//! same way.
+//! through [`key_gone`]. Whether anything listens is one relaxed load of
+//! the hook word, `HotConfig::hooks`: the classes switched on plus
+//! [`hook::TRACKING`] while some client tracks keys. With notifications off
+//! and no tracking client (the default) the word is zero, and a command's
+//! hooks cost that load and a branch each, with no per-key work. While the
+//! `n` (`m`) class is on, dispatch asks the keyspace view to record the
+//! keys a command creates (its read lookups miss), and the `new`
+//! (`keymiss`) events are published before the next event of the command
+//! (Redis publishes them at creation or lookup, before the command's own
+//! event); keys the command found expired are announced the same way.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::cmd::Ctx;
 use crate::exec::pubsub::{self, Kind, Local};
@@ -96,14 +98,41 @@ pub fn format(flags: u32) -> String {
     out
 }
 
+/// Bits of the hook word that are not notification classes.
+pub mod hook {
+    /// Some client has CLIENT TRACKING on.
+    pub const TRACKING: u32 = 1 << 31;
+}
+
+/// The hook word: the classes switched on and the [`hook`] bits; zero
+/// when no hook has anything to do.
+#[inline]
+pub fn hooks(server: &Server) -> u32 {
+    server.config.hot.hooks.load(Ordering::Relaxed)
+}
+
 /// The classes switched on.
 #[inline]
 pub fn flags(server: &Server) -> u32 {
-    server
-        .config
-        .hot
-        .notify_keyspace_events
-        .load(Ordering::Relaxed)
+    hooks(server) & !hook::TRACKING
+}
+
+/// Stores the classes of `notify-keyspace-events` in the hook word `word`,
+/// keeping its [`hook`] bits.
+pub fn set_classes(word: &AtomicU32, classes: u32) {
+    let _ = word.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |old| {
+        Some(old & hook::TRACKING | classes)
+    });
+}
+
+/// Sets or clears hook bit `bit` of the hook word.
+pub fn set_hook(server: &Server, bit: u32, on: bool) {
+    let word = &server.config.hot.hooks;
+    if on {
+        word.fetch_or(bit, Ordering::Relaxed);
+    } else {
+        word.fetch_and(!bit, Ordering::Relaxed);
+    }
 }
 
 /// Publishes event `event` of class `class` for `key` of `db`, if that
@@ -154,9 +183,10 @@ pub fn key_gone(server: &Server, event: &str, db: usize, key: &[u8]) {
 }
 
 /// Publishes the events a command's keyspace view has pending: `expired`
-/// for keys it found expired (not yet announced), and `new` for the keys
-/// it created. Called before each of the command's own events and when it
-/// ends, so they come in Redis's order. Expired keys are also invalidated
+/// for keys it found expired (not yet announced), `keymiss` for keys its
+/// read lookups missed, and `new` for the keys it created. Called before
+/// each of the command's own events and when it ends, so they come in
+/// Redis's order. Expired keys are also invalidated
 /// for tracking clients.
 pub fn flush_pending(ctx: &mut Ctx<'_>) {
     let server = ctx.server;
@@ -171,6 +201,13 @@ pub fn flush_pending(ctx: &mut Ctx<'_>) {
             publish_event(server, Some(&mut l), class::EXPIRED, "expired", db, &key);
             crate::exec::tracking::invalidate_key(server, Some(&mut l), &key);
         }
+    }
+    for (db, key) in ctx.keys.take_misses() {
+        let mut l = Local {
+            session: ctx.session,
+            out: ctx.out,
+        };
+        publish_event(server, Some(&mut l), class::KEY_MISS, "keymiss", db, &key);
     }
     for (db, key) in ctx.keys.take_created() {
         let mut l = Local {
@@ -206,6 +243,22 @@ mod tests {
         assert_eq!(f("mKExdtehzsl$g"), "AKEm");
         assert_eq!(f(""), "");
         assert!(parse("KEq").is_none());
+    }
+
+    #[test]
+    fn classes_and_hook_bits_share_the_word_without_clobbering() {
+        let word = AtomicU32::new(0);
+        set_classes(&word, parse("KEA").unwrap());
+        word.fetch_or(hook::TRACKING, Ordering::Relaxed);
+        set_classes(&word, parse("Kx").unwrap());
+        let w = word.load(Ordering::Relaxed);
+        assert_eq!(w & hook::TRACKING, hook::TRACKING);
+        assert_eq!(w & !hook::TRACKING, parse("Kx").unwrap());
+        assert_eq!(format(w), "xK");
+        set_classes(&word, 0);
+        assert_eq!(word.load(Ordering::Relaxed), hook::TRACKING);
+        // No class letter uses the hook bits.
+        assert_eq!(parse("AKEmn").unwrap() & hook::TRACKING, 0);
     }
 
     #[test]

@@ -22,7 +22,9 @@
 //!   `["invalidate", keys]`, or a `__redis__:invalidate` message for a
 //!   RESP2 client subscribed in redirect mode.
 //! - Nothing of this runs while no client tracks: every hook starts with one
-//!   relaxed load of the tracking client count.
+//!   relaxed load of the hook word, whose `TRACKING` bit
+//!   ([`crate::exec::notify::hook`]) is set while the client count is not
+//!   zero (both change under the trackers' lock).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -31,6 +33,7 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 use vireo_resp::{Protocol, ReplyBuf};
 
+use crate::exec::notify::hook;
 use crate::exec::pubsub::Local;
 use crate::net::client::cflags;
 use crate::net::session::Session;
@@ -146,7 +149,20 @@ pub struct ClientTracking {
 /// True while some client tracks: the hooks' one check.
 #[inline]
 pub fn active(server: &Server) -> bool {
-    server.tracking.clients.load(Ordering::Relaxed) > 0
+    crate::exec::notify::hooks(server) & hook::TRACKING != 0
+}
+
+/// Counts a client in (`delta` 1) or out (-1) of tracking and keeps the
+/// hook word's TRACKING bit equal to "the count is not zero". The caller
+/// holds the trackers' write lock, so counts and bit change in one order.
+fn count_client(server: &Server, delta: isize) {
+    let tr = &server.tracking;
+    let now = if delta > 0 {
+        tr.clients.fetch_add(1, Ordering::Relaxed) + 1
+    } else {
+        tr.clients.fetch_sub(1, Ordering::Relaxed) - 1
+    };
+    crate::exec::notify::set_hook(server, hook::TRACKING, now > 0);
 }
 
 /// Options of CLIENT TRACKING ON.
@@ -204,9 +220,7 @@ fn check_prefix_collisions(have: &[Key], new: &[Key]) -> Result<(), String> {
 pub fn enable(server: &Server, session: &mut Session, o: Options) {
     let tr = &server.tracking;
     let t = &mut session.tracking;
-    if !t.on {
-        tr.clients.fetch_add(1, Ordering::Relaxed);
-    }
+    let newly = !t.on;
     t.on = true;
     t.bcast = o.bcast;
     t.optin = o.optin;
@@ -237,7 +251,13 @@ pub fn enable(server: &Server, session: &mut Session, o: Options) {
         bcast: o.bcast,
         resp3: session.shared.resp.load(Ordering::Relaxed) == 3,
     };
-    tr.trackers.write().insert(session.id, tracker);
+    {
+        let mut trackers = tr.trackers.write();
+        trackers.insert(session.id, tracker);
+        if newly {
+            count_client(server, 1);
+        }
+    }
     let shared = &session.shared;
     shared.set_flag(cflags::TRACKING, true);
     shared.set_flag(cflags::TRACKING_BCAST, o.bcast);
@@ -264,8 +284,11 @@ pub fn disable(server: &Server, session: &mut Session) {
         }
         tr.prefix_count.store(table.len(), Ordering::Relaxed);
     }
-    tr.trackers.write().remove(&session.id);
-    tr.clients.fetch_sub(1, Ordering::Relaxed);
+    {
+        let mut trackers = tr.trackers.write();
+        trackers.remove(&session.id);
+        count_client(server, -1);
+    }
     let shared = &session.shared;
     for f in [
         cflags::TRACKING,

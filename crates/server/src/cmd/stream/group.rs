@@ -15,7 +15,7 @@ use super::{
     bound, count_arg, id_text, int_or, no_group, read_stream, reply_entry, reply_id, strict_id,
     strict_ids, write_stream, Ctx, WrongType,
 };
-use super::{now_i64, CommandSpec, DENYOOM, LOADING, STALE, WRITE};
+use super::{now_i64, CommandSpec, DENYOOM, EV_STREAM, LOADING, STALE, WRITE};
 use crate::cmd::shared::{reply_help, subcommand_syntax_error};
 use crate::cmd::{container, errors, is, spec, KeySpec};
 
@@ -181,12 +181,14 @@ fn xgroup(ctx: &mut Ctx<'_>, args: Args<'_>) {
         });
         if created == Some(true) {
             ctx.dirty += 1;
+            ctx.notify(EV_STREAM, "xgroup-createconsumer", key);
         }
         ctx.out.int(i64::from(created == Some(true)));
     } else if is(sub, "delconsumer") && argc == 5 {
         let pending = with_group(ctx, key, name, |g| g.delete_consumer(args.get(4))).flatten();
         if pending.is_some() {
             ctx.dirty += 1;
+            ctx.notify(EV_STREAM, "xgroup-delconsumer", key);
         }
         ctx.out.int(pending.unwrap_or(0) as i64);
     } else {
@@ -234,6 +236,7 @@ fn create(ctx: &mut Ctx<'_>, args: Args<'_>, exists: bool, entries_read: Option<
         Ok(()) => {
             ctx.out.ok();
             ctx.dirty += 1;
+            ctx.notify(EV_STREAM, "xgroup-create", key);
         }
         Err(e) => ctx.out.error(e.message()),
     }
@@ -259,6 +262,7 @@ fn setid(ctx: &mut Ctx<'_>, args: Args<'_>, entries_read: Option<u64>) {
     });
     ctx.out.ok();
     ctx.dirty += 1;
+    ctx.notify(EV_STREAM, "xgroup-setid", key);
 }
 
 /// XGROUP DESTROY key group: readers blocked on the group are woken (with
@@ -271,6 +275,7 @@ fn destroy(ctx: &mut Ctx<'_>, key: &[u8], name: &[u8]) {
     if destroyed {
         ctx.out.int(1);
         ctx.dirty += 1;
+        ctx.notify(EV_STREAM, "xgroup-destroy", key);
         ctx.signal_ready(key);
     } else {
         ctx.out.int(0);
@@ -487,6 +492,16 @@ pub(super) fn xclaim(ctx: &mut Ctx<'_>, args: Args<'_>) {
     for cmd in effects {
         ctx.propagate(&cmd);
     }
+    notify_consumer_created(ctx, key, report.consumer_created);
+}
+
+/// The `xgroup-createconsumer` event of a consumer a command created by
+/// naming it (XCLAIM, XAUTOCLAIM, XREADGROUP), as Redis's
+/// `streamCreateConsumer` publishes it.
+pub(super) fn notify_consumer_created(ctx: &mut Ctx<'_>, key: &[u8], created: bool) {
+    if created {
+        ctx.notify(EV_STREAM, "xgroup-createconsumer", key);
+    }
 }
 
 /// Replies claimed entries (or just their IDs).
@@ -584,6 +599,7 @@ pub(super) fn xautoclaim(ctx: &mut Ctx<'_>, args: Args<'_>) {
     for cmd in effects {
         ctx.propagate(&cmd);
     }
+    notify_consumer_created(ctx, key, report.consumer_created);
 }
 
 /// XAUTOCLAIM's COUNT: 1 up to [`AUTOCLAIM_MAX_COUNT`].

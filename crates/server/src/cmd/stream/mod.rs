@@ -29,6 +29,7 @@ use vireo_store::stream::{
 use vireo_store::{Keys, Value, ValueRef};
 
 use super::{errors, flags::*, is, spec, CommandSpec, Ctx, KEY1};
+use crate::exec::notify::class::STREAM as EV_STREAM;
 
 /// This family's commands, with Redis 7.0's arities, flags and keys.
 pub const COMMANDS: &[CommandSpec] = &[
@@ -348,8 +349,9 @@ fn xadd(ctx: &mut Ctx<'_>, args: Args<'_>) {
     };
     reply_id(ctx.out, added);
     let mut cmd: Option<Vec<Vec<u8>>> = None;
+    let mut trimmed = 0;
     if let Some(t) = &parsed.trim {
-        s.trim(&t.trim);
+        trimmed = s.trim(&t.trim);
         if t.trim.approx {
             let c = cmd.get_or_insert_with(|| args.iter().map(<[u8]>::to_vec).collect());
             rewrite_trim(c, t, s);
@@ -363,6 +365,10 @@ fn xadd(ctx: &mut Ctx<'_>, args: Args<'_>) {
         ctx.propagate(&cmd);
     }
     ctx.modified(key);
+    ctx.notify(EV_STREAM, "xadd", key);
+    if trimmed > 0 {
+        ctx.notify(EV_STREAM, "xtrim", key);
+    }
     ctx.signal_ready(key);
 }
 
@@ -440,6 +446,7 @@ fn xdel(ctx: &mut Ctx<'_>, args: Args<'_>) {
     let deleted = s.delete(&ids);
     if deleted > 0 {
         ctx.modified(key);
+        ctx.notify(EV_STREAM, "xdel", key);
         ctx.dirty += deleted - 1;
     }
     ctx.out.int(deleted as i64);
@@ -467,6 +474,7 @@ fn xtrim(ctx: &mut Ctx<'_>, args: Args<'_>) {
             ctx.propagate(&cmd);
         }
         ctx.modified(key);
+        ctx.notify(EV_STREAM, "xtrim", key);
         ctx.dirty += deleted - 1;
     }
     ctx.out.int(deleted as i64);
@@ -519,6 +527,7 @@ fn xsetid(ctx: &mut Ctx<'_>, args: Args<'_>) {
         Ok(()) => {
             ctx.out.ok();
             ctx.modified(key);
+            ctx.notify(EV_STREAM, "xsetid", key);
         }
         Err(e) => ctx.out.error(e.message()),
     }

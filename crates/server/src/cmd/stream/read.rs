@@ -26,10 +26,11 @@ use vireo_resp::{Args, Protocol, ReplyBuf};
 use vireo_store::stream::{Stream, StreamId};
 use vireo_store::{Key, Keys, Value};
 
-use super::{no_group, now_i64, reply_entry, reply_range, Ctx, WrongType};
+use super::{no_group, now_i64, reply_entry, reply_range, Ctx, WrongType, EV_STREAM};
 use super::{read_stream, spec, write_stream, CommandSpec, BLOCKING, READONLY, WRITE};
 use crate::cmd::{errors, is, KeySpec};
 use crate::exec::blocking::{self, BlockedOp, Served, Waiter};
+use crate::exec::notify;
 use crate::server::Server;
 
 /// XREAD [COUNT count] [BLOCK milliseconds] STREAMS key [key ...] id [id ...]
@@ -304,17 +305,19 @@ fn serve_sync(
     }
     ctx.out.bulk(key);
     let mut effects = Vec::new();
-    match group {
+    let created = match group {
         None => {
             let first = start.incr().unwrap_or(StreamId::MIN);
             reply_range(ctx.out, s, first, StreamId::MAX, count, false);
+            false
         }
         Some(g) if history => reply_history(ctx.out, s, g, start, count),
         Some(g) => read_new(ctx.out, s, key, g, count, &mut effects),
-    }
+    };
     if group.is_some() {
         ctx.dirty += 1;
     }
+    super::group::notify_consumer_created(ctx, key, created);
     for cmd in effects {
         ctx.propagate(&cmd);
     }
@@ -322,10 +325,17 @@ fn serve_sync(
 }
 
 /// XREADGROUP with an ID: the consumer's own pending entries above `after`.
-fn reply_history(out: &mut ReplyBuf, s: &mut Stream, g: &GroupRead, after: StreamId, count: usize) {
+/// True if the consumer was created.
+fn reply_history(
+    out: &mut ReplyBuf,
+    s: &mut Stream,
+    g: &GroupRead,
+    after: StreamId,
+    count: usize,
+) -> bool {
     let len = out.deferred();
     let mut n = 0;
-    s.read_group_history(
+    let report = s.read_group_history(
         &g.group,
         &g.consumer,
         after,
@@ -344,10 +354,12 @@ fn reply_history(out: &mut ReplyBuf, s: &mut Stream, g: &GroupRead, after: Strea
         },
     );
     out.fill_deferred_array(len, n);
+    report.is_some_and(|r| r.consumer_created)
 }
 
 /// XREADGROUP with `>`: hands out entries the group never delivered,
-/// recording the commands that log it in `effects`.
+/// recording the commands that log it in `effects`; true if it created
+/// the consumer.
 fn read_new(
     out: &mut ReplyBuf,
     s: &mut Stream,
@@ -355,7 +367,7 @@ fn read_new(
     g: &GroupRead,
     count: usize,
     effects: &mut Vec<Vec<Vec<u8>>>,
-) {
+) -> bool {
     let before = s.group(&g.group).map(|gr| gr.last_id);
     let len = out.deferred();
     let mut ids = Vec::new();
@@ -365,7 +377,7 @@ fn read_new(
     });
     out.fill_deferred_array(len, ids.len());
     let (Some(report), Some(gr)) = (report, s.group(&g.group)) else {
-        return;
+        return false;
     };
     if g.noack && report.consumer_created {
         effects.push(vec![
@@ -385,6 +397,7 @@ fn read_new(
     } else if before != Some(gr.last_id) {
         effects.push(super::group::setid_effect(key, &g.group, gr));
     }
+    report.consumer_created
 }
 
 /// Registers the client as waiting on the streams.
@@ -496,7 +509,17 @@ impl BlockedOp for StreamWait {
                 reply_range(&mut out, s, first, StreamId::MAX, self.count, false);
             }
             Some(g) => {
-                read_new(&mut out, s, key, g, self.count, &mut effects);
+                if read_new(&mut out, s, key, g, self.count, &mut effects) {
+                    // Published as the served client's, as Redis does.
+                    notify::publish_event(
+                        server,
+                        None,
+                        EV_STREAM,
+                        "xgroup-createconsumer",
+                        w.db,
+                        key,
+                    );
+                }
                 *dirty += 1;
             }
         }
