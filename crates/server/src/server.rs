@@ -198,6 +198,8 @@ pub struct Server {
     pub pubsub: crate::exec::pubsub::PubSub,
     /// CLIENT TRACKING's invalidation table and prefixes.
     pub tracking: crate::exec::tracking::Tracking,
+    /// Replication: the stream, its backlog and the replicas.
+    pub repl: crate::repl::Repl,
 }
 
 impl Server {
@@ -236,6 +238,7 @@ impl Server {
             client_eviction: Default::default(),
             pubsub: Default::default(),
             tracking: Default::default(),
+            repl: Default::default(),
         };
         server
             .keyspace

@@ -93,6 +93,7 @@ fn debug(ctx: &mut Ctx<'_>, args: Args<'_>) {
         ("replybuffer", 4) => replybuffer(ctx, args),
         ("change-repl-id", 2) => {
             tracing::warn!("Changing replication IDs after receiving DEBUG change-repl-id");
+            ctx.server.repl.change_replid();
             ctx.out.ok();
         }
         ("stringmatch-test", 2) => {

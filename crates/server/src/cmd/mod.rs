@@ -25,6 +25,7 @@ pub mod keys;
 pub mod list;
 pub mod multi;
 pub mod pubsub;
+pub mod replication;
 pub mod server;
 pub mod set;
 pub mod shared;
@@ -358,6 +359,7 @@ impl Table {
             list::COMMANDS,
             multi::COMMANDS,
             pubsub::COMMANDS,
+            replication::COMMANDS,
             server::COMMANDS,
             sort::COMMANDS,
             set::COMMANDS,
@@ -564,7 +566,7 @@ impl Ctx<'_> {
 
     /// [`Ctx::propagate`] for a command applying to database `db`.
     pub fn propagate_in<A: AsRef<[u8]>>(&mut self, db: usize, cmd: &[A]) {
-        if !self.server.aof.is_logging() {
+        if !self.server.aof.is_collecting() {
             return;
         }
         let mut bytes = Vec::new();

@@ -415,7 +415,7 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: CmdRef, args: Args<'_>) {
         }
     }
     // A replayed AOF (DEBUG LOADAOF) is not logged again.
-    if server.aof.is_logging() && !ctx.session.replaying {
+    if server.aof.is_collecting() && !ctx.session.replaying {
         collect_effects(ctx, cmd, args, dirty_before);
         ctx.expired_announced = 0;
     }

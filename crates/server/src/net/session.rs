@@ -88,6 +88,8 @@ pub struct Session {
     pub held_pushes: Vec<u8>,
     /// CLIENT TRACKING state.
     pub tracking: crate::exec::tracking::ClientTracking,
+    /// What REPLCONF said, and whether SYNC/PSYNC asked for a hand-over.
+    pub repl: crate::repl::master::ClientRepl,
 }
 
 impl Session {
@@ -115,6 +117,7 @@ impl Session {
             subs: Default::default(),
             held_pushes: Vec::new(),
             tracking: Default::default(),
+            repl: Default::default(),
         }
     }
 

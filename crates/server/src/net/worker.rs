@@ -271,7 +271,11 @@ impl Worker {
             .shared
             .last_interaction_ms
             .store(now_ms(), Ordering::Relaxed);
-        match conn.on_readable(&server, &server.worker_stats[self.id], trust_short_reads) {
+        let read = conn.on_readable(&server, &server.worker_stats[self.id], trust_short_reads);
+        if conn.session.repl.handoff.is_some() {
+            return self.hand_off_replica(idx);
+        }
+        match read {
             Ok(true) => self.more_input.push(idx),
             Ok(false) => {}
             Err(Close::Gone) => return self.close(idx),
@@ -376,6 +380,30 @@ impl Worker {
             && conn.session.shared.killed.load(Ordering::Relaxed)
         {
             self.close(idx);
+        }
+    }
+
+    /// A connection that ran SYNC or PSYNC leaves the event loop: its socket
+    /// and registry entry go to the replication threads.
+    fn hand_off_replica(&mut self, idx: usize) {
+        let Some(mut conn) = self.conns.try_remove(idx) else {
+            return;
+        };
+        conn.stream.deregister(self.poll.registry());
+        self.by_id.remove(&conn.session.id);
+        crate::exec::dispatch::on_disconnect(&self.server, &mut conn.session);
+        let shared = conn.session.shared.clone();
+        let kind = conn.session.repl.handoff.take();
+        let pending = conn.out.as_bytes().to_vec();
+        match (kind, conn.stream.into_blocking_socket()) {
+            (Some(kind), Ok(socket)) => {
+                let conf = &conn.session.repl;
+                crate::repl::master::start(&self.server, socket, shared, conf, kind, pending);
+            }
+            _ => {
+                self.server.clients.unaccount(&shared);
+                self.server.clients.remove(shared.id);
+            }
         }
     }
 

@@ -363,7 +363,7 @@ fn at_cut(server: &Server, m: &mut Manifest, prefix: &str) -> std::io::Result<bo
     // Every shard is locked: the units numbered below this ran before the
     // cut, the others will run after it.
     let at = aof.seq.load(Ordering::SeqCst);
-    f.events.push((at, Some(file)));
+    f.events.push((at, super::Cut::File(Some(file))));
     aof.feed_cond.notify_one();
     let _ = aof
         .state
