@@ -131,6 +131,14 @@ fn sync_sends_the_snapshot_then_exactly_the_writes_after_it() {
     assert!(info_field(&mut c, "slave0").starts_with("ip=127.0.0.1,port=0,state=online"));
     let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut c).unwrap();
     assert!(list.contains("flags=S "), "{list}");
+    let replicas: String = redis::cmd("CLIENT")
+        .arg("LIST")
+        .arg("TYPE")
+        .arg("replica")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(replicas.lines().count(), 1, "{replicas}");
+    assert_eq!(info_field(&mut c, "connected_clients"), "1");
 }
 
 #[test]
@@ -363,4 +371,55 @@ fn redis_server_replicates_vireo() {
         slave0.contains(&format!("port={},state=online", replica.port)),
         "{slave0}"
     );
+}
+
+/// Writers keep going while redis-server makes its full sync: whatever ran
+/// before the cut is in the RDB, whatever ran after is in the stream, and
+/// nothing is in both (INCRs would count twice) or neither.
+#[test]
+fn a_full_sync_under_write_load_loses_and_repeats_nothing() {
+    if !redis_server_available() {
+        return;
+    }
+    let s = Server::start(&["--enable-debug-command", "yes"]);
+    let mut c = s.conn();
+    ok(
+        &mut c,
+        &["CONFIG", "SET", "repl-ping-replica-period", "3600"],
+    );
+    ok(&mut c, &["DEBUG", "POPULATE", "20000"]);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writers: Vec<_> = (0..3)
+        .map(|t| {
+            let (mut w, stop) = (s.conn(), stop.clone());
+            std::thread::spawn(move || {
+                let mut i = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    ok(&mut w, &["INCR", &format!("counter:{}", i % 50)]);
+                    ok(
+                        &mut w,
+                        &["SET", &format!("key:{t}:{}", i % 300), &i.to_string()],
+                    );
+                    if i % 10 == 0 {
+                        ok(&mut w, &["DEL", &format!("key:{i}")]);
+                    }
+                    i += 1;
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(100));
+    let replica = start_redis_replica(s.port);
+    let rclient = redis::Client::open(format!("redis://127.0.0.1:{}/", replica.port)).unwrap();
+    let mut r = rclient.get_connection().unwrap();
+    eventually("the replica's link to come up", || {
+        info_field(&mut r, "master_link_status") == "up"
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for w in writers {
+        w.join().unwrap();
+    }
+    assert_eq!(ok(&mut c, &["WAIT", "1", "5000"]), redis::Value::Int(1));
+    assert_eq!(digest(&mut r), digest(&mut c));
 }

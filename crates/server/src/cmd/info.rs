@@ -188,7 +188,7 @@ fn clients_section(server: &Server, w: &mut Lines<'_>) {
     let clients = server.clients.snapshot();
     let monitors = clients
         .iter()
-        .filter(|c| c.flags.load(Ordering::Relaxed) & cflags::MONITOR != 0)
+        .filter(|c| c.flags.load(Ordering::Relaxed) & (cflags::MONITOR | cflags::REPLICA) != 0)
         .count();
     let max_in = clients
         .iter()
@@ -200,7 +200,8 @@ fn clients_section(server: &Server, w: &mut Lines<'_>) {
         .map(|c| c.omem.load(Ordering::Relaxed))
         .max()
         .unwrap_or(0);
-    // Redis counts MONITOR clients among replicas, not connected clients.
+    // Redis counts replicas and MONITOR clients (its replicas too) apart
+    // from connected clients.
     w.kv("connected_clients", clients.len() - monitors);
     w.kv("cluster_connections", 0);
     w.kv(

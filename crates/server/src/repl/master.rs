@@ -305,7 +305,10 @@ fn wait_for_cut(r: &Replica) -> std::io::Result<u64> {
 /// Writes the stream to the replica as it gathers, with keep-alive PINGs.
 fn stream(server: &Server, r: &Replica) {
     let mut batch = Vec::new();
-    while !r.closed.load(Ordering::SeqCst) && !server.shutting_down.load(Ordering::Acquire) {
+    while !r.closed.load(Ordering::SeqCst)
+        && !server.shutting_down.load(Ordering::Acquire)
+        && !r.client.killed.load(Ordering::Relaxed)
+    {
         {
             let mut out = r.out.lock();
             if out.buf.is_empty() {
