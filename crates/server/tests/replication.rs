@@ -400,7 +400,7 @@ fn a_full_sync_under_write_load_loses_and_repeats_nothing() {
                         &mut w,
                         &["SET", &format!("key:{t}:{}", i % 300), &i.to_string()],
                     );
-                    if i % 10 == 0 {
+                    if i.is_multiple_of(10) {
                         ok(&mut w, &["DEL", &format!("key:{i}")]);
                     }
                     i += 1;

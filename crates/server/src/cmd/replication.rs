@@ -61,7 +61,7 @@ fn psync(ctx: &mut Ctx<'_>, _args: Args<'_>) {
 /// and GETACK from a client that is not a replica link get no reply, as
 /// in Redis.
 fn replconf(ctx: &mut Ctx<'_>, args: Args<'_>) {
-    if args.len() % 2 == 0 {
+    if args.len().is_multiple_of(2) {
         return ctx.out.error(errors::SYNTAX);
     }
     for i in (1..args.len()).step_by(2) {

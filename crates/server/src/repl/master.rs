@@ -11,7 +11,7 @@
 //! socket down, which ends the other.
 
 use std::io::{Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -265,7 +265,7 @@ fn full_sync(server: &Arc<Server>, r: &Arc<Replica>, kind: SyncKind) -> std::io:
 
 /// Writes the RDB of a cut to `path`; the cut attaches the replica to the
 /// stream. Waits while another snapshot runs.
-fn snapshot_to(server: &Arc<Server>, r: &Arc<Replica>, path: &PathBuf) -> std::io::Result<()> {
+fn snapshot_to(server: &Arc<Server>, r: &Arc<Replica>, path: &Path) -> std::io::Result<()> {
     loop {
         if r.closed.load(Ordering::SeqCst) {
             return Err(std::io::Error::other("link closed"));
