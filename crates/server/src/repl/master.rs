@@ -363,19 +363,76 @@ fn run_reader(server: &Server, r: &Replica) {
 /// A command from the replica: REPLCONF ACK <offset> records its offset;
 /// anything else is ignored, as Redis ignores a replica's replies.
 fn on_command(server: &Server, r: &Replica, args: Vec<&[u8]>) {
-    let [cmd, sub, offset, ..] = args[..] else {
-        return;
-    };
-    if !cmd.eq_ignore_ascii_case(b"replconf") || !sub.eq_ignore_ascii_case(b"ack") {
-        return;
-    }
-    let Some(offset) = std::str::from_utf8(offset)
-        .ok()
-        .and_then(|s| s.parse::<u64>().ok())
-    else {
+    let Some(offset) = ack_offset(&args) else {
         return;
     };
     r.ack_offset.fetch_max(offset, Ordering::SeqCst);
     r.ack_ms.store(now_ms(), Ordering::Relaxed);
     super::acked(server);
+}
+
+/// The offset of a `REPLCONF ACK <offset> ...` command, None for anything
+/// else.
+fn ack_offset(args: &[&[u8]]) -> Option<u64> {
+    let [cmd, sub, offset, ..] = args[..] else {
+        return None;
+    };
+    if !cmd.eq_ignore_ascii_case(b"replconf") || !sub.eq_ignore_ascii_case(b"ack") {
+        return None;
+    }
+    std::str::from_utf8(offset).ok()?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_replconf_ack_carries_an_offset() {
+        assert_eq!(ack_offset(&[b"REPLCONF", b"ACK", b"1234"]), Some(1234));
+        assert_eq!(
+            ack_offset(&[b"replconf", b"ack", b"7", b"FACK", b"3"]),
+            Some(7)
+        );
+        assert_eq!(ack_offset(&[b"REPLCONF", b"GETACK", b"*"]), None);
+        assert_eq!(ack_offset(&[b"REPLCONF", b"ACK", b"-1"]), None);
+        assert_eq!(ack_offset(&[b"REPLCONF", b"ACK"]), None);
+        assert_eq!(ack_offset(&[b"PING"]), None);
+    }
+
+    /// Random bytes through the reader's parser and the ACK check: no
+    /// panic, and only well-formed ACKs yield an offset.
+    #[test]
+    fn random_input_from_a_replica_never_panics() {
+        let mut rng = fastrand::Rng::with_seed(28);
+        let pieces: [&[u8]; 8] = [
+            b"*3\r\n",
+            b"$8\r\nREPLCONF\r\n",
+            b"$3\r\nACK\r\n",
+            b"$2\r\n42\r\n",
+            b"\r\n",
+            b"$-1\r\n",
+            b"*-5\r\n",
+            b"garbage",
+        ];
+        let limits = ParseLimits::default();
+        for _ in 0..2000 {
+            let mut buf = Vec::new();
+            for _ in 0..rng.usize(0..12) {
+                if rng.bool() {
+                    buf.extend_from_slice(pieces[rng.usize(..pieces.len())]);
+                } else {
+                    buf.push(rng.u8(..));
+                }
+            }
+            let mut parser = Parser::new();
+            while let Ok(Some(used)) = parser.parse(&buf, &limits) {
+                let args: Vec<&[u8]> = parser.args(&buf).iter().collect();
+                if let Some(n) = ack_offset(&args) {
+                    assert_eq!(std::str::from_utf8(args[2]).unwrap().parse(), Ok(n));
+                }
+                buf.drain(..used);
+            }
+        }
+    }
 }
