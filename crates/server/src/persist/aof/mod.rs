@@ -221,6 +221,15 @@ impl Aof {
         self.refresh_collecting();
     }
 
+    /// A rewrite's cut made the base `appendonly yes` waited for: the log
+    /// is on from here (called at the cut, every shard locked).
+    fn start_logging_after_first_rewrite(&self) {
+        let _ = self
+            .state
+            .compare_exchange(WAIT_REWRITE, ON, Ordering::SeqCst, Ordering::SeqCst);
+        self.refresh_collecting();
+    }
+
     fn refresh_collecting(&self) {
         let on = self.is_logging() || self.replicating.load(Ordering::SeqCst);
         self.collecting.store(on, Ordering::SeqCst);
