@@ -9,6 +9,7 @@ pub mod memory;
 pub mod net;
 pub mod ops;
 pub mod persist;
+pub mod repl;
 pub mod server;
 
 use std::sync::atomic::Ordering;

@@ -200,6 +200,8 @@ pub struct Server {
     pub tracking: crate::exec::tracking::Tracking,
     /// The script cache, function libraries and running scripts.
     pub scripts: crate::exec::script::Scripts,
+    /// Replication: the stream, its backlog and the replicas.
+    pub repl: crate::repl::Repl,
 }
 
 impl Server {
@@ -239,6 +241,7 @@ impl Server {
             pubsub: Default::default(),
             tracking: Default::default(),
             scripts: crate::exec::script::Scripts::new(threads),
+            repl: Default::default(),
         };
         server
             .keyspace

@@ -111,11 +111,13 @@ impl ClientType {
         .map(|(_, t)| t)
     }
 
-    /// The class of a connected client. There is no replication yet, so
-    /// every client is normal or pub/sub (MONITOR clients count as normal,
-    /// as in Redis).
+    /// The class of a connected client (MONITOR clients count as normal,
+    /// as in Redis; there are no master links yet).
     fn of(c: &ClientShared) -> ClientType {
-        if c.flags.load(Ordering::Relaxed) & cflags::PUBSUB != 0 {
+        let flags = c.flags.load(Ordering::Relaxed);
+        if flags & cflags::REPLICA != 0 {
+            ClientType::Replica
+        } else if flags & cflags::PUBSUB != 0 {
             ClientType::PubSub
         } else {
             ClientType::Normal

@@ -93,6 +93,7 @@ fn debug(ctx: &mut Ctx<'_>, args: Args<'_>) {
         ("replybuffer", 4) => replybuffer(ctx, args),
         ("change-repl-id", 2) => {
             tracing::warn!("Changing replication IDs after receiving DEBUG change-repl-id");
+            ctx.server.repl.change_replid();
             ctx.out.ok();
         }
         ("stringmatch-test", 2) => {
@@ -596,11 +597,13 @@ fn protocol(ctx: &mut Ctx<'_>, name: &[u8]) {
 
 /// DEBUG SLEEP seconds: stops the server, as Redis's single thread does,
 /// by holding every shard while this worker sleeps (other workers answer
-/// only commands that touch no keys meanwhile).
+/// only commands that touch no keys meanwhile). Inside EXEC the
+/// transaction already holds its shards, and taking them again would
+/// deadlock: it just sleeps there.
 fn sleep(ctx: &mut Ctx<'_>, arg: &[u8]) {
     let secs = parse_f64(arg).unwrap_or(0.0);
     let us = (secs * 1e6) as i64;
-    let keys = ctx.server.keyspace.lock_all();
+    let keys = (!ctx.deny_blocking).then(|| ctx.server.keyspace.lock_all());
     if us > 0 {
         std::thread::sleep(Duration::from_micros(us as u64));
     }

@@ -376,6 +376,7 @@ fn restore(ctx: &mut Ctx<'_>, args: Args<'_>) {
         if deleted {
             ctx.modified(key);
             ctx.notify(ev::GENERIC, "del", key);
+            ctx.propagate_del(key, false);
         }
         return ctx.out.ok();
     }
@@ -388,6 +389,14 @@ fn restore(ctx: &mut Ctx<'_>, args: Args<'_>) {
     }
     ctx.keys.set_entry(ctx.db, key, entry);
     ctx.modified(key);
+    if let (Some(at), false) = (expire_at, o.absttl) {
+        // Propagated with the absolute time, as Redis rewrites it.
+        let mut rewritten: Vec<&[u8]> = args.iter().collect();
+        let at = at.to_string();
+        rewritten[2] = at.as_bytes();
+        rewritten.push(b"ABSTTL");
+        ctx.propagate(&rewritten);
+    }
     ctx.notify(ev::GENERIC, "restore", key);
     ctx.signal_ready(key);
     ctx.out.ok();

@@ -5,7 +5,6 @@
 
 use std::fmt::{Display, Write as _};
 use std::sync::atomic::Ordering;
-use std::sync::OnceLock;
 
 use vireo_resp::Args;
 use vireo_store::clock::{now_ms, now_us};
@@ -189,7 +188,7 @@ fn clients_section(server: &Server, w: &mut Lines<'_>) {
     let clients = server.clients.snapshot();
     let monitors = clients
         .iter()
-        .filter(|c| c.flags.load(Ordering::Relaxed) & cflags::MONITOR != 0)
+        .filter(|c| c.flags.load(Ordering::Relaxed) & (cflags::MONITOR | cflags::REPLICA) != 0)
         .count();
     let max_in = clients
         .iter()
@@ -201,7 +200,8 @@ fn clients_section(server: &Server, w: &mut Lines<'_>) {
         .map(|c| c.omem.load(Ordering::Relaxed))
         .max()
         .unwrap_or(0);
-    // Redis counts MONITOR clients among replicas, not connected clients.
+    // Redis counts replicas and MONITOR clients (its replicas too) apart
+    // from connected clients.
     w.kv("connected_clients", clients.len() - monitors);
     w.kv("cluster_connections", 0);
     w.kv(
@@ -491,34 +491,10 @@ fn stats_section(server: &Server, w: &mut Lines<'_>) {
     ]);
 }
 
-/// The replication id INFO reports: random per process, like Redis's.
-fn replid() -> &'static str {
-    static REPLID: OnceLock<String> = OnceLock::new();
-    REPLID.get_or_init(|| {
-        let mut rng = fastrand::Rng::new();
-        (0..40)
-            .map(|_| char::from_digit(rng.u32(..16), 16).unwrap_or('0'))
-            .collect()
-    })
-}
-
 fn replication_section(server: &Server, w: &mut Lines<'_>) {
-    w.kv("role", "master");
-    w.kv("connected_slaves", 0);
-    w.kv("master_failover_state", "no-failover");
-    w.kv("master_replid", replid());
-    w.kv("master_replid2", "0".repeat(40));
-    w.kv("master_repl_offset", 0);
-    w.kv("second_repl_offset", -1);
-    w.kv("repl_backlog_active", 0);
-    w.kv(
-        "repl_backlog_size",
-        server
-            .config
-            .get_one("repl-backlog-size")
-            .unwrap_or_default(),
-    );
-    w.zeros(&["repl_backlog_first_byte_offset", "repl_backlog_histlen"]);
+    for (k, v) in server.repl.info_fields(server) {
+        w.kv(&k, v);
+    }
 }
 
 /// (user, system) CPU seconds from a /proc `stat` file: the process's own

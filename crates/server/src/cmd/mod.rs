@@ -25,6 +25,7 @@ pub mod keys;
 pub mod list;
 pub mod multi;
 pub mod pubsub;
+pub mod replication;
 pub mod script;
 pub mod server;
 pub mod set;
@@ -389,6 +390,7 @@ impl Table {
             multi::COMMANDS,
             pubsub::COMMANDS,
             script::COMMANDS,
+            replication::COMMANDS,
             server::COMMANDS,
             sort::COMMANDS,
             set::COMMANDS,
@@ -608,7 +610,7 @@ impl Ctx<'_> {
 
     /// [`Ctx::propagate`] for a command applying to database `db`.
     pub fn propagate_in<A: AsRef<[u8]>>(&mut self, db: usize, cmd: &[A]) {
-        if !self.server.aof.is_logging() {
+        if !self.server.aof.is_collecting() {
             return;
         }
         let mut bytes = Vec::new();

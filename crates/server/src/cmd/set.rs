@@ -320,7 +320,7 @@ fn spop_count(ctx: &mut Ctx<'_>, key: &[u8], count: &[u8]) {
         Ok(Some(_)) if count == 0 => return ctx.out.set(0),
         Ok(Some(set)) if count < set.len() => {
             ctx.out.set(count);
-            let logging = ctx.server.aof.is_logging();
+            let logging = ctx.server.aof.is_collecting();
             let mut popped = Vec::new();
             set.pop_random_many(count, &mut rng, max, |m| {
                 reply_member(ctx.out, m);

@@ -55,6 +55,12 @@ pub trait BlockedOp: Send + Sync {
         ready: &mut Vec<(usize, Key)>,
         dirty: &mut u64,
     ) -> Served;
+
+    /// The reply when the wait times out, if not a null array (WAIT
+    /// replies with its count).
+    fn timeout_reply(&self) -> Option<Vec<u8>> {
+        None
+    }
 }
 
 /// Outcome of [`BlockedOp::serve`].
@@ -116,6 +122,9 @@ impl Waiter {
     /// The reply of a wait that timed out (or CLIENT UNBLOCK TIMEOUT): a null
     /// array for every blocking command, as Redis replies.
     pub fn timeout_reply(&self) -> Vec<u8> {
+        if let Some(reply) = self.op.timeout_reply() {
+            return reply;
+        }
         let mut out = ReplyBuf::new(self.proto);
         out.null_array();
         out.as_bytes().to_vec()
@@ -300,17 +309,18 @@ impl Registry {
 /// by the running command): it is registered, and the session remembers
 /// the command so its connection stops executing input until the wait
 /// ends.
-pub fn block(ctx: &mut Ctx<'_>, args: Args<'_>, waiter: Waiter) {
+pub fn block(ctx: &mut Ctx<'_>, args: Args<'_>, waiter: Waiter) -> Arc<Waiter> {
     let waiter = Arc::new(waiter);
     ctx.server
         .blocking
         .block(&ctx.server.keyspace, waiter.clone());
     ctx.session.blocked = Some(Blocked {
-        waiter,
+        waiter: waiter.clone(),
         args: args.to_owned(),
         cmd: None,
         exec_us: 0,
     });
+    waiter
 }
 
 /// Records that `key` of `db` received elements, if anyone waits on it

@@ -176,6 +176,13 @@ pub fn run(
     } else {
         crate::exec::blocking::serve_ready(server, &mut ctx.keys, &mut ctx.ready, &mut ctx.dirty)
     };
+    // Keys the services found expired are deleted: logged after the unit.
+    if server.aof.is_collecting() && !replaying {
+        let lazy = server.config.lazyfree_lazy_expire();
+        for (db, key) in ctx.keys.take_expired() {
+            crate::persist::aof::log_deletion(server, db, &key, lazy);
+        }
+    }
     let mut dirty = ctx.dirty;
     drop(ctx);
     if !deferred.is_empty() {
@@ -539,7 +546,7 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: CmdRef, args: Args<'_>) {
         }
     }
     // A replayed AOF (DEBUG LOADAOF) is not logged again.
-    if server.aof.is_logging() && !ctx.session.replaying {
+    if server.aof.is_collecting() && !ctx.session.replaying {
         collect_effects(ctx, cmd, args, dirty_before);
         ctx.expired_announced = 0;
     }

@@ -33,6 +33,8 @@ pub mod cflags {
     pub const TRACKING_BROKEN_REDIR: u16 = 1 << 9;
     /// Tracking in broadcast mode (`B`).
     pub const TRACKING_BCAST: u16 = 1 << 10;
+    /// A replica link (`S`), set once SYNC/PSYNC hands it over.
+    pub const REPLICA: u16 = 1 << 11;
 }
 
 /// The part of a client other threads may read or act on. Written by the
@@ -155,6 +157,7 @@ impl ClientShared {
         let mut f = String::new();
         // Redis's letters, in its order; `A` (close ASAP) is a killed client.
         for (on, ch) in [
+            (has(cflags::REPLICA), 'S'),
             (has(cflags::MONITOR), 'O'),
             (has(cflags::PUBSUB), 'P'),
             (has(cflags::MULTI), 'x'),

@@ -67,6 +67,18 @@ impl Stream {
         }
     }
 
+    /// The socket in blocking mode, for a thread of its own (a replica
+    /// link); deregister it first.
+    pub fn into_blocking_socket(self) -> io::Result<socket2::Socket> {
+        let fd: std::os::fd::OwnedFd = match self {
+            Stream::Tcp(s) => s.into(),
+            Stream::Unix(s) => s.into(),
+        };
+        let socket = socket2::Socket::from(fd);
+        socket.set_nonblocking(false)?;
+        Ok(socket)
+    }
+
     /// Removes the socket from the poller before it is dropped.
     pub fn deregister(&mut self, registry: &Registry) {
         let _ = match self {

@@ -94,6 +94,8 @@ pub struct Session {
     /// The error reply of the running command was counted already (a
     /// script failing with a command's error).
     pub error_counted: bool,
+    /// What REPLCONF said, and whether SYNC/PSYNC asked for a hand-over.
+    pub repl: crate::repl::master::ClientRepl,
 }
 
 impl Session {
@@ -123,6 +125,7 @@ impl Session {
             tracking: Default::default(),
             in_script: false,
             error_counted: false,
+            repl: Default::default(),
         }
     }
 

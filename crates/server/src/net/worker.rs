@@ -386,6 +386,12 @@ impl Worker {
         let Some(read) = read else {
             return;
         };
+        if self
+            .conn(idx)
+            .is_some_and(|c| c.session.repl.handoff.is_some())
+        {
+            return self.hand_off_replica(idx);
+        }
         match read {
             Ok(true) => self.more_input.push(idx),
             Ok(false) => {}
@@ -507,6 +513,30 @@ impl Worker {
             && conn.session.shared.killed.load(Ordering::Relaxed)
         {
             self.close(idx);
+        }
+    }
+
+    /// A connection that ran SYNC or PSYNC leaves the event loop: its socket
+    /// and registry entry go to the replication threads.
+    fn hand_off_replica(&mut self, idx: usize) {
+        let Some(Some(mut conn)) = self.conns.try_remove(idx) else {
+            return;
+        };
+        conn.stream.deregister(self.poll.registry());
+        self.by_id.remove(&conn.session.id);
+        crate::exec::dispatch::on_disconnect(&self.server, &mut conn.session);
+        let shared = conn.session.shared.clone();
+        let kind = conn.session.repl.handoff.take();
+        let pending = conn.out.as_bytes().to_vec();
+        match (kind, conn.stream.into_blocking_socket()) {
+            (Some(kind), Ok(socket)) => {
+                let conf = &conn.session.repl;
+                crate::repl::master::start(&self.server, socket, shared, conf, kind, pending);
+            }
+            _ => {
+                self.server.clients.unaccount(&shared);
+                self.server.clients.remove(shared.id);
+            }
         }
     }
 

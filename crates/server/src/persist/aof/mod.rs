@@ -74,17 +74,27 @@ const BATCH_DELAY: Duration = Duration::from_millis(1);
 /// command, RESP-encoded.
 pub type Op = (usize, Vec<u8>);
 
+/// What happens at a point of the feed (a sequence number), taken while
+/// every shard is locked.
+pub enum Cut {
+    /// A rewrite's cut: the units from here on go to this new incremental
+    /// file; with None (appendonly no), the file is closed once the units
+    /// before are written, and the units after it are dropped.
+    File(Option<File>),
+    /// A replica's snapshot: called once every unit before the cut has
+    /// gone to the replication stream, so the stream's offset then is the
+    /// snapshot's (see [`crate::repl`]).
+    Replica(Box<dyn FnOnce() + Send>),
+}
+
 /// What the writer must do next (the units themselves wait in slots).
 #[derive(Default)]
 struct Feed {
     /// A slot went from empty to holding units since the writer's last
     /// take.
     fed: bool,
-    /// In the order they happened: at a rewrite's cut, units numbered
-    /// from `.0` on go to the new incremental file `.1`; with None
-    /// (appendonly no), the file is closed once the units numbered below
-    /// `.0` are written, and the units after it are dropped.
-    events: Vec<(u64, Option<File>)>,
+    /// In the order they happened: at `.0`, what [`Cut`] `.1` says.
+    events: Vec<(u64, Cut)>,
     /// Write and sync what is left, then end the writer thread (shutdown).
     stop: bool,
 }
@@ -110,6 +120,11 @@ impl Feed {
 /// The AOF's shared state.
 pub struct Aof {
     state: AtomicU8,
+    /// Effects are collected and fed: the log is on, or replicas are
+    /// attached (the one load dispatch pays per command).
+    collecting: AtomicBool,
+    /// Replicas are attached (see [`Aof::set_replicating`]).
+    replicating: AtomicBool,
     fsync: AtomicU8,
     /// The next unit's sequence number (see [`feed`]).
     seq: AtomicU64,
@@ -154,6 +169,8 @@ impl Aof {
     pub fn new(workers: usize) -> Self {
         Aof {
             state: AtomicU8::new(OFF),
+            collecting: AtomicBool::new(false),
+            replicating: AtomicBool::new(false),
             fsync: AtomicU8::new(Fsync::EverySec as u8),
             seq: AtomicU64::new(0),
             slots: (0..=workers).map(|_| Slot::default()).collect(),
@@ -182,6 +199,52 @@ impl Aof {
     #[inline]
     pub fn is_logging(&self) -> bool {
         self.state.load(Ordering::Relaxed) == ON
+    }
+
+    /// True when commands' effects are fed: to the log, to replicas, or
+    /// both. Dispatch and handlers collect effects only then.
+    #[inline]
+    pub fn is_collecting(&self) -> bool {
+        self.collecting.load(Ordering::Relaxed)
+    }
+
+    /// Turns feeding for replication on or off (the log keeps its own
+    /// state).
+    pub fn set_replicating(&self, on: bool) {
+        self.replicating.store(on, Ordering::SeqCst);
+        self.refresh_collecting();
+    }
+
+    /// Changes the log's state, keeping `collecting` in step.
+    fn set_state(&self, state: u8) {
+        self.state.store(state, Ordering::SeqCst);
+        self.refresh_collecting();
+    }
+
+    /// A rewrite's cut made the base `appendonly yes` waited for: the log
+    /// is on from here (called at the cut, every shard locked).
+    fn start_logging_after_first_rewrite(&self) {
+        let _ = self
+            .state
+            .compare_exchange(WAIT_REWRITE, ON, Ordering::SeqCst, Ordering::SeqCst);
+        self.refresh_collecting();
+    }
+
+    fn refresh_collecting(&self) {
+        let on = self.is_logging() || self.replicating.load(Ordering::SeqCst);
+        self.collecting.store(on, Ordering::SeqCst);
+    }
+
+    /// Marks a cut in the feed for a replica's snapshot: `at_stream` runs
+    /// on the writer thread once every unit fed so far is in the
+    /// replication stream, and the stream's next unit starts with SELECT.
+    /// Must be called with every shard locked.
+    pub fn mark_replica_cut(&self, at_stream: Box<dyn FnOnce() + Send>) {
+        let mut f = self.feed.lock();
+        let at = self.seq.load(Ordering::SeqCst);
+        f.events.push((at, Cut::Replica(at_stream)));
+        drop(f);
+        self.feed_cond.notify_one();
     }
 
     /// True when `appendonly` is on (logging, or waiting for the base).
@@ -214,7 +277,7 @@ impl Aof {
         if unit.is_empty() {
             return 0;
         }
-        if !self.is_logging() {
+        if !self.is_collecting() {
             unit.clear();
             return 0;
         }
@@ -225,7 +288,7 @@ impl Aof {
             self.feed.lock().fed = true;
             self.feed_cond.notify_one();
         }
-        if self.fsync_policy() == Fsync::Always {
+        if self.is_logging() && self.fsync_policy() == Fsync::Always {
             seq + 1
         } else {
             0
@@ -236,7 +299,7 @@ impl Aof {
     /// worker (active expiry) or outside dispatch (serving a blocked
     /// client): through the shared slot.
     pub fn feed_command<A: AsRef<[u8]>>(&self, db: usize, cmd: &[A]) -> u64 {
-        if !self.is_logging() {
+        if !self.is_collecting() {
             return 0;
         }
         let mut unit = Unit::default();
@@ -484,7 +547,7 @@ pub fn open_at_start(server: &Server, loaded: Option<Manifest>) -> Result<(), St
         .store(files_size(server, &m), Ordering::Relaxed);
     *aof.manifest.lock() = Some(m);
     *aof.file.lock() = Some(file);
-    aof.state.store(ON, Ordering::SeqCst);
+    aof.set_state(ON);
     Ok(())
 }
 
@@ -500,13 +563,13 @@ pub fn config_changed(server: &Server) {
         if std::fs::create_dir_all(dir_path(server)).is_err() {
             tracing::warn!("Can't create the append-only directory");
         }
-        aof.state.store(WAIT_REWRITE, Ordering::SeqCst);
+        aof.set_state(WAIT_REWRITE);
         aof.request_rewrite();
     } else if !want && state != OFF {
-        aof.state.store(OFF, Ordering::SeqCst);
+        aof.set_state(OFF);
         let mut f = aof.feed.lock();
         let at = aof.seq.load(Ordering::SeqCst);
-        f.events.push((at, None));
+        f.events.push((at, Cut::File(None)));
         drop(f);
         aof.feed_cond.notify_one();
     }
@@ -568,13 +631,18 @@ pub fn run_writer(server: Arc<Server>) {
         let policy = aof.fsync_policy();
         let mut file_slot = aof.file.lock();
         let mut wrote = 0usize;
-        for (at, next) in events {
-            merger.emit_until(at, &mut data);
+        for (at, cut) in events {
+            emit_and_replicate(&server, &mut merger, at, &mut data);
             let done = write_out(aof, file_slot.as_mut(), &data);
             data.drain(..done);
             wrote += done;
-            match next {
-                Some(new_file) => {
+            match cut {
+                Cut::Replica(at_stream) => {
+                    at_stream();
+                    merger.selected_db = None;
+                    continue;
+                }
+                Cut::File(Some(new_file)) => {
                     // A rewrite's cut: the units from `at` on go to the new
                     // incremental file, which starts without a SELECT.
                     if let Some(old) = file_slot.as_mut() {
@@ -582,7 +650,7 @@ pub fn run_writer(server: Arc<Server>) {
                     }
                     *file_slot = Some(new_file);
                 }
-                None => {
+                Cut::File(None) => {
                     // appendonly no: what was fed before is synced, the
                     // file closed, and anything left unwritten dropped.
                     if let Some(Err(e)) = file_slot.as_mut().map(|f| f.sync_data()) {
@@ -596,7 +664,7 @@ pub fn run_writer(server: Arc<Server>) {
             last_fsync = Instant::now();
             dirty_since_fsync = false;
         }
-        merger.emit_until(limit, &mut data);
+        emit_and_replicate(&server, &mut merger, limit, &mut data);
         let done = write_out(aof, file_slot.as_mut(), &data);
         data.drain(..done);
         wrote += done;
@@ -632,6 +700,16 @@ pub fn run_writer(server: Arc<Server>) {
         if stop && merger.is_empty() && aof.slots.iter().all(|s| s.len() == 0) {
             return;
         }
+    }
+}
+
+/// Appends to `data` the units numbered below `bound` and gives the same
+/// bytes to the replication stream.
+fn emit_and_replicate(server: &Server, merger: &mut Merger, bound: u64, data: &mut Vec<u8>) {
+    let before = data.len();
+    merger.emit_until(bound, data);
+    if data.len() > before {
+        crate::repl::feed_stream(server, &data[before..]);
     }
 }
 

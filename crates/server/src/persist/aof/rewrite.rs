@@ -25,7 +25,7 @@ use vireo_store::value::ValueRef;
 
 use super::manifest::Manifest;
 use super::reader::encode;
-use super::{dir_path, persist_manifest, Aof, ON, WAIT_REWRITE};
+use super::{dir_path, persist_manifest, Aof};
 use crate::server::Server;
 
 /// Items per command for collections, Redis's `AOF_REWRITE_ITEMS_PER_CMD`.
@@ -386,11 +386,9 @@ fn at_cut(server: &Server, m: &mut Manifest, prefix: &str) -> std::io::Result<bo
     // Every shard is locked: the units numbered below this ran before the
     // cut, the others will run after it.
     let at = aof.seq.load(Ordering::SeqCst);
-    f.events.push((at, Some(file)));
+    f.events.push((at, super::Cut::File(Some(file))));
     aof.feed_cond.notify_one();
-    let _ = aof
-        .state
-        .compare_exchange(WAIT_REWRITE, ON, Ordering::SeqCst, Ordering::SeqCst);
+    aof.start_logging_after_first_rewrite();
     drop(f);
     *aof.manifest.lock() = Some(m.clone());
     Ok(true)

@@ -1,0 +1,187 @@
+//! Replication commands, master side: SYNC, PSYNC, REPLCONF, ROLE, WAIT.
+//! The link itself lives in [`crate::repl`]; these handlers only check
+//! arguments, record what the replica announces and ask the worker to hand
+//! the connection over.
+
+use std::sync::Arc;
+
+use vireo_resp::number::parse_i64;
+use vireo_resp::Args;
+use vireo_store::clock::now_ms;
+
+use super::{errors, flags::*, is, spec, text, CommandSpec, Ctx, KeySpec};
+use crate::exec::blocking::{BlockedOp, Served, Waiter};
+use crate::repl::master::SyncKind;
+use crate::server::Server;
+
+/// This family's commands.
+pub const COMMANDS: &[CommandSpec] = &[
+    spec(
+        "sync",
+        1,
+        ADMIN | NOSCRIPT | NO_MULTI | NO_ASYNC_LOADING,
+        KeySpec::None,
+        sync,
+    ),
+    spec(
+        "psync",
+        -3,
+        ADMIN | NOSCRIPT | NO_MULTI | NO_ASYNC_LOADING,
+        KeySpec::None,
+        psync,
+    ),
+    spec(
+        "replconf",
+        -1,
+        ADMIN | NOSCRIPT | LOADING | STALE | ALLOW_BUSY,
+        KeySpec::None,
+        replconf,
+    ),
+    spec(
+        "role",
+        1,
+        NOSCRIPT | LOADING | STALE | FAST | SENTINEL,
+        KeySpec::None,
+        role,
+    ),
+    spec("wait", 3, NOSCRIPT, KeySpec::None, wait),
+];
+
+fn sync(ctx: &mut Ctx<'_>, _args: Args<'_>) {
+    ctx.session.repl.handoff = Some(SyncKind::Sync);
+}
+
+fn psync(ctx: &mut Ctx<'_>, _args: Args<'_>) {
+    // Partial resynchronisation is not offered yet: every PSYNC gets a
+    // full one, which a replica accepts whatever it asked.
+    ctx.session.repl.handoff = Some(SyncKind::Psync);
+}
+
+/// REPLCONF option value...: what a replica announces before PSYNC. ACK
+/// and GETACK from a client that is not a replica link get no reply, as
+/// in Redis.
+fn replconf(ctx: &mut Ctx<'_>, args: Args<'_>) {
+    if args.len().is_multiple_of(2) {
+        return ctx.out.error(errors::SYNTAX);
+    }
+    for i in (1..args.len()).step_by(2) {
+        let (opt, value) = (args.get(i), args.get(i + 1));
+        if is(opt, "listening-port") {
+            let Some(port) = parse_i64(value) else {
+                return ctx.out.error(errors::NOT_INT);
+            };
+            ctx.session.repl.listening_port = port.clamp(0, u16::MAX as i64) as u16;
+        } else if is(opt, "ip-address") {
+            if value.len() >= 46 {
+                return ctx.out.error("ERR REPLCONF ip-address provided by replica instance is too long: 46 bytes maximum.");
+            }
+            ctx.session.repl.ip_address = Some(text(value));
+        } else if is(opt, "ack") || is(opt, "getack") {
+            return;
+        } else if !(is(opt, "capa") || is(opt, "rdb-only")) {
+            return ctx
+                .out
+                .error(&format!("ERR Unrecognized REPLCONF option: {}", text(opt)));
+        }
+    }
+    ctx.out.ok();
+}
+
+/// ROLE of a master: its offset and the online replicas as
+/// [ip, port, acked offset], the numbers as bulk strings like Redis.
+fn role(ctx: &mut Ctx<'_>, _args: Args<'_>) {
+    let replicas: Vec<_> = ctx
+        .server
+        .repl
+        .replicas()
+        .into_iter()
+        .filter(|r| r.is_online())
+        .collect();
+    ctx.out.array(3);
+    ctx.out.bulk(b"master");
+    ctx.out.int(ctx.server.repl.offset() as i64);
+    ctx.out.array(replicas.len());
+    for r in replicas {
+        ctx.out.array(3);
+        ctx.out.bulk(r.ip.as_bytes());
+        ctx.out.bulk(r.port.to_string().as_bytes());
+        ctx.out.bulk(r.ack_offset().to_string().as_bytes());
+    }
+}
+
+/// WAIT numreplicas timeout: how many replicas acknowledged the writes made
+/// so far, waiting up to `timeout` ms (0: forever) for `numreplicas`.
+fn wait(ctx: &mut Ctx<'_>, args: Args<'_>) {
+    let Some(needed) = parse_i64(args.get(1)) else {
+        return ctx.out.error(errors::NOT_INT);
+    };
+    let timeout = match parse_i64(args.get(2)) {
+        None => {
+            return ctx
+                .out
+                .error("ERR timeout is not an integer or out of range")
+        }
+        Some(t) if t < 0 => return ctx.out.error("ERR timeout is negative"),
+        Some(t) => t as u64,
+    };
+    let server = ctx.server;
+    if server.repl.replicas().is_empty() {
+        return ctx.out.int(0);
+    }
+    // Every unit fed so far reaches the stream within the writer's batch
+    // delay: the target covers this client's writes (and maybe others').
+    server
+        .aof
+        .wait_written(std::time::Duration::from_millis(100));
+    let target = server.repl.offset();
+    let acked = server.repl.acked(target);
+    if acked as i64 >= needed || ctx.session.in_multi() || ctx.deny_blocking {
+        return ctx.out.int(acked as i64);
+    }
+    let deadline = if timeout == 0 { 0 } else { now_ms() + timeout };
+    let op = WaitAcks {
+        server: server.arc(),
+        target,
+    };
+    let waiter = Waiter::new(
+        ctx.session.shared.clone(),
+        ctx.db,
+        Vec::new(),
+        op,
+        ctx.out.protocol(),
+        deadline,
+    );
+    let waiter = crate::exec::blocking::block(ctx, args, waiter);
+    crate::repl::wait_for_acks(server, waiter, target, needed.max(0) as usize);
+}
+
+/// A client blocked in WAIT: its reply is the count of replicas that
+/// acknowledged `target`, whenever the wait ends.
+struct WaitAcks {
+    server: Arc<Server>,
+    target: u64,
+}
+
+impl BlockedOp for WaitAcks {
+    fn destination(&self) -> Option<&[u8]> {
+        None
+    }
+
+    fn serve(
+        &self,
+        _server: &Server,
+        _keys: &mut vireo_store::Keys<'_>,
+        _w: &Arc<Waiter>,
+        _key: &[u8],
+        _ready: &mut Vec<(usize, vireo_store::Key)>,
+        _dirty: &mut u64,
+    ) -> Served {
+        // Not waiting on any key: never served through one.
+        Served::Skipped
+    }
+
+    fn timeout_reply(&self) -> Option<Vec<u8>> {
+        let n = self.server.repl.acked(self.target);
+        Some(format!(":{n}\r\n").into_bytes())
+    }
+}

@@ -1,0 +1,438 @@
+//! One replica link on the master: its full sync and then its share of the
+//! stream.
+//!
+//! When a client sends SYNC or PSYNC its worker hands the socket over
+//! ([`start`]); from then on two threads own the link, in blocking I/O: the
+//! sender makes the snapshot (an RDB file in the working directory, from a
+//! cut without fork), sends it as one bulk, then writes the stream bytes
+//! that gather in the replica's buffer; the reader takes REPLCONF ACK from
+//! the replica. The client stays in the client registry (CLIENT LIST flag
+//! `S`) until the link ends. Whichever thread sees the link fail shuts the
+//! socket down, which ends the other.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+use socket2::Socket;
+use vireo_resp::{ParseLimits, Parser};
+use vireo_store::clock::now_ms;
+
+use crate::net::client::{cflags, ClientShared};
+use crate::persist::aof::rewrite::{write_base, BaseFormat};
+use crate::server::Server;
+
+/// How the replica asked to synchronise.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyncKind {
+    /// SYNC: the RDB bulk and the stream, no preamble.
+    Sync,
+    /// PSYNC: `+FULLRESYNC <replid> <offset>` first (partial resync is not
+    /// offered yet).
+    Psync,
+}
+
+/// What REPLCONF told about a client before it asked to sync, kept in its
+/// session.
+#[derive(Debug, Default)]
+pub struct ClientRepl {
+    /// REPLCONF listening-port.
+    pub listening_port: u16,
+    /// REPLCONF ip-address.
+    pub ip_address: Option<String>,
+    /// SYNC or PSYNC ran: the worker hands the connection over.
+    pub handoff: Option<SyncKind>,
+}
+
+/// Link states, for INFO's `state=`.
+const WAIT_BGSAVE: u8 = 0;
+const SEND_BULK: u8 = 1;
+const ONLINE: u8 = 2;
+
+/// A replica link, shared by its threads and the stream.
+pub struct Replica {
+    /// The replica's entry in the client registry.
+    pub client: Arc<ClientShared>,
+    /// The address the replica announced, for INFO and ROLE.
+    pub ip: String,
+    pub port: u16,
+    socket: Socket,
+    out: Mutex<Outbox>,
+    cond: Condvar,
+    state: AtomicU8,
+    ack_offset: AtomicU64,
+    ack_ms: AtomicU64,
+    closed: AtomicBool,
+}
+
+/// Stream bytes not yet written to the replica.
+#[derive(Default)]
+struct Outbox {
+    /// Set at the cut: the stream offset the replica starts at.
+    start: Option<u64>,
+    buf: Vec<u8>,
+    /// Since when the buffer is over the soft limit.
+    soft_since: Option<Instant>,
+}
+
+impl Replica {
+    /// True once the RDB is sent and the replica follows the stream.
+    pub fn is_online(&self) -> bool {
+        self.state.load(Ordering::Relaxed) == ONLINE
+    }
+
+    /// The offset the replica last acknowledged (REPLCONF ACK).
+    pub fn ack_offset(&self) -> u64 {
+        self.ack_offset.load(Ordering::SeqCst)
+    }
+
+    /// Called at the cut: the replica's stream starts at `offset`.
+    pub(super) fn start_at(&self, offset: u64) {
+        self.out.lock().start = Some(offset);
+        self.cond.notify_all();
+    }
+
+    /// Queues stream bytes; cuts the link if its buffer passes
+    /// `client-output-buffer-limit replica`.
+    pub(super) fn push(&self, bytes: &[u8], server: &Server) {
+        if self.closed.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut out = self.out.lock();
+        out.buf.extend_from_slice(bytes);
+        let used = out.buf.len() as u64;
+        self.client.omem.store(used as usize, Ordering::Relaxed);
+        let limits = &server.config.hot.client_output_buffer_limits[1];
+        let hard = limits.hard.load(Ordering::Relaxed);
+        let soft = limits.soft.load(Ordering::Relaxed);
+        let soft_secs = limits.soft_seconds.load(Ordering::Relaxed);
+        let over_soft = soft > 0 && used > soft;
+        let over_soft_long = if over_soft {
+            let since = *out.soft_since.get_or_insert_with(Instant::now);
+            since.elapsed() >= Duration::from_secs(soft_secs)
+        } else {
+            out.soft_since = None;
+            false
+        };
+        let over = (hard > 0 && used > hard) || over_soft_long;
+        drop(out);
+        if over {
+            tracing::warn!(
+                "Client {} scheduled to be closed ASAP for overcoming of output buffer limits.",
+                self.client.info_line()
+            );
+            self.close();
+        } else {
+            self.cond.notify_all();
+        }
+    }
+
+    /// Ends the link: both threads see the socket shut.
+    fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        let _ = self.socket.shutdown(std::net::Shutdown::Both);
+        self.cond.notify_all();
+    }
+
+    /// The INFO `slaveN` value.
+    pub(super) fn info_line(&self, _master_offset: u64) -> String {
+        let state = match self.state.load(Ordering::Relaxed) {
+            WAIT_BGSAVE => "wait_bgsave",
+            SEND_BULK => "send_bulk",
+            _ => "online",
+        };
+        let lag = now_ms().saturating_sub(self.ack_ms.load(Ordering::Relaxed)) / 1000;
+        format!(
+            "ip={},port={},state={state},offset={},lag={lag}",
+            self.ip,
+            self.port,
+            self.ack_offset()
+        )
+    }
+}
+
+/// Takes over a connection that asked to sync: `pending` is output the
+/// worker had not written yet (replies before SYNC). Starts the link's
+/// threads; on failure the client is dropped.
+pub fn start(
+    server: &Arc<Server>,
+    socket: Socket,
+    client: Arc<ClientShared>,
+    conf: &ClientRepl,
+    kind: SyncKind,
+    pending: Vec<u8>,
+) {
+    let ip = conf.ip_address.clone().unwrap_or_else(|| {
+        let addr = &client.addr;
+        addr.rsplit_once(':')
+            .map_or(addr.as_str(), |(ip, _)| ip)
+            .to_string()
+    });
+    client.flags.fetch_or(cflags::REPLICA, Ordering::Relaxed);
+    let replica = Arc::new(Replica {
+        client,
+        ip,
+        port: conf.listening_port,
+        socket,
+        out: Mutex::new(Outbox {
+            buf: pending,
+            ..Outbox::default()
+        }),
+        cond: Condvar::new(),
+        state: AtomicU8::new(WAIT_BGSAVE),
+        ack_offset: AtomicU64::new(0),
+        ack_ms: AtomicU64::new(now_ms()),
+        closed: AtomicBool::new(false),
+    });
+    super::sync_started(server);
+    let (s, r) = (server.clone(), replica.clone());
+    let sender = std::thread::Builder::new()
+        .name("vireo-repl-send".into())
+        .spawn(move || run_sender(&s, &r, kind));
+    if sender.is_err() {
+        finish(server, &replica);
+    }
+}
+
+/// The sender thread: full sync, then the stream, until the link ends.
+fn run_sender(server: &Arc<Server>, r: &Arc<Replica>, kind: SyncKind) {
+    let name = format!("{}:{}", r.ip, r.port);
+    tracing::info!("Replica {name} asks for synchronization");
+    if kind == SyncKind::Psync {
+        tracing::info!("Full resync requested by replica {name}");
+    }
+    let reader = {
+        let (s, r) = (server.clone(), r.clone());
+        std::thread::Builder::new()
+            .name("vireo-repl-read".into())
+            .spawn(move || run_reader(&s, &r))
+    };
+    if reader.is_ok() {
+        if let Err(e) = full_sync(server, r, kind) {
+            tracing::warn!("SYNC failed for replica {name}: {e}");
+        } else {
+            tracing::info!("Synchronization with replica {name} succeeded");
+            stream(server, r);
+        }
+    }
+    r.close();
+    if let Ok(reader) = reader {
+        let _ = reader.join();
+    }
+    tracing::info!("Connection with replica {name} lost.");
+    finish(server, r);
+}
+
+/// Takes the link out of the stream and the client registry.
+fn finish(server: &Server, r: &Replica) {
+    super::detach(server, r.client.id);
+    server.clients.unaccount(&r.client);
+    server.clients.remove(r.client.id);
+}
+
+/// Makes the snapshot, waits for the cut's offset, sends the preamble
+/// and the RDB bulk.
+fn full_sync(server: &Arc<Server>, r: &Arc<Replica>, kind: SyncKind) -> std::io::Result<()> {
+    tracing::info!("Starting BGSAVE for SYNC with target: disk");
+    let path = PathBuf::from(format!(
+        "temp-repl-{}-{}.rdb",
+        std::process::id(),
+        r.client.id
+    ));
+    let result = snapshot_to(server, r, &path);
+    let sent = result.and_then(|()| {
+        let offset = wait_for_cut(r)?;
+        let mut sock = &r.socket;
+        if kind == SyncKind::Psync {
+            let replid = server.repl.replid();
+            write!(sock, "+FULLRESYNC {replid} {offset}\r\n")?;
+        }
+        r.state.store(SEND_BULK, Ordering::Relaxed);
+        let mut file = std::fs::File::open(&path)?;
+        let len = file.metadata()?.len();
+        write!(sock, "${len}\r\n")?;
+        std::io::copy(&mut file, &mut sock)?;
+        Ok(())
+    });
+    let _ = std::fs::remove_file(&path);
+    sent?;
+    r.state.store(ONLINE, Ordering::Relaxed);
+    Ok(())
+}
+
+/// Writes the RDB of a cut to `path`; the cut attaches the replica to the
+/// stream. Waits while another snapshot runs.
+fn snapshot_to(server: &Arc<Server>, r: &Arc<Replica>, path: &Path) -> std::io::Result<()> {
+    loop {
+        if r.closed.load(Ordering::SeqCst) {
+            return Err(std::io::Error::other("link closed"));
+        }
+        let mut cut_taken = false;
+        let (s, link) = (server.clone(), r.clone());
+        let written = write_base(server, path, BaseFormat::Rdb, || {
+            cut_taken = true;
+            server.aof.mark_replica_cut(Box::new(move || {
+                super::attach(&s, link);
+            }));
+        });
+        match written {
+            Ok(_) => return Ok(()),
+            Err(e) if cut_taken => return Err(e),
+            // Another snapshot holds the keyspace: try again shortly.
+            Err(_) => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+}
+
+/// The stream offset the replica starts at, once the writer reached its
+/// cut.
+fn wait_for_cut(r: &Replica) -> std::io::Result<u64> {
+    let mut out = r.out.lock();
+    loop {
+        if let Some(start) = out.start {
+            return Ok(start);
+        }
+        if r.closed.load(Ordering::SeqCst) {
+            return Err(std::io::Error::other("link closed"));
+        }
+        r.cond.wait_for(&mut out, Duration::from_millis(100));
+    }
+}
+
+/// Writes the stream to the replica as it gathers, with keep-alive PINGs.
+fn stream(server: &Server, r: &Replica) {
+    let mut batch = Vec::new();
+    while !r.closed.load(Ordering::SeqCst)
+        && !server.shutting_down.load(Ordering::Acquire)
+        && !r.client.killed.load(Ordering::Relaxed)
+    {
+        {
+            let mut out = r.out.lock();
+            if out.buf.is_empty() {
+                r.cond.wait_for(&mut out, Duration::from_millis(100));
+            }
+            std::mem::swap(&mut out.buf, &mut batch);
+        }
+        if batch.is_empty() {
+            super::ping_if_due(server);
+            continue;
+        }
+        if (&r.socket).write_all(&batch).is_err() {
+            return;
+        }
+        r.client.omem.store(0, Ordering::Relaxed);
+        batch.clear();
+    }
+}
+
+/// The reader thread: REPLCONF ACK and GETACK answers from the replica.
+fn run_reader(server: &Server, r: &Replica) {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let mut parser = Parser::new();
+    let limits = ParseLimits::default();
+    loop {
+        let n = match (&r.socket).read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        buf.extend_from_slice(&chunk[..n]);
+        r.client
+            .last_interaction_ms
+            .store(now_ms(), Ordering::Relaxed);
+        loop {
+            match parser.parse(&buf, &limits) {
+                Ok(Some(used)) => {
+                    on_command(server, r, parser.args(&buf).iter().collect());
+                    buf.drain(..used);
+                }
+                Ok(None) => break,
+                Err(_) => {
+                    r.close();
+                    return;
+                }
+            }
+        }
+    }
+    r.close();
+}
+
+/// A command from the replica: REPLCONF ACK <offset> records its offset;
+/// anything else is ignored, as Redis ignores a replica's replies.
+fn on_command(server: &Server, r: &Replica, args: Vec<&[u8]>) {
+    let Some(offset) = ack_offset(&args) else {
+        return;
+    };
+    r.ack_offset.fetch_max(offset, Ordering::SeqCst);
+    r.ack_ms.store(now_ms(), Ordering::Relaxed);
+    super::acked(server);
+}
+
+/// The offset of a `REPLCONF ACK <offset> ...` command, None for anything
+/// else.
+fn ack_offset(args: &[&[u8]]) -> Option<u64> {
+    let [cmd, sub, offset, ..] = args[..] else {
+        return None;
+    };
+    if !cmd.eq_ignore_ascii_case(b"replconf") || !sub.eq_ignore_ascii_case(b"ack") {
+        return None;
+    }
+    std::str::from_utf8(offset).ok()?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_replconf_ack_carries_an_offset() {
+        assert_eq!(ack_offset(&[b"REPLCONF", b"ACK", b"1234"]), Some(1234));
+        assert_eq!(
+            ack_offset(&[b"replconf", b"ack", b"7", b"FACK", b"3"]),
+            Some(7)
+        );
+        assert_eq!(ack_offset(&[b"REPLCONF", b"GETACK", b"*"]), None);
+        assert_eq!(ack_offset(&[b"REPLCONF", b"ACK", b"-1"]), None);
+        assert_eq!(ack_offset(&[b"REPLCONF", b"ACK"]), None);
+        assert_eq!(ack_offset(&[b"PING"]), None);
+    }
+
+    /// Random bytes through the reader's parser and the ACK check: no
+    /// panic, and only well-formed ACKs yield an offset.
+    #[test]
+    fn random_input_from_a_replica_never_panics() {
+        let mut rng = fastrand::Rng::with_seed(28);
+        let pieces: [&[u8]; 8] = [
+            b"*3\r\n",
+            b"$8\r\nREPLCONF\r\n",
+            b"$3\r\nACK\r\n",
+            b"$2\r\n42\r\n",
+            b"\r\n",
+            b"$-1\r\n",
+            b"*-5\r\n",
+            b"garbage",
+        ];
+        let limits = ParseLimits::default();
+        for _ in 0..2000 {
+            let mut buf = Vec::new();
+            for _ in 0..rng.usize(0..12) {
+                if rng.bool() {
+                    buf.extend_from_slice(pieces[rng.usize(..pieces.len())]);
+                } else {
+                    buf.push(rng.u8(..));
+                }
+            }
+            let mut parser = Parser::new();
+            while let Ok(Some(used)) = parser.parse(&buf, &limits) {
+                let args: Vec<&[u8]> = parser.args(&buf).iter().collect();
+                if let Some(n) = ack_offset(&args) {
+                    assert_eq!(std::str::from_utf8(args[2]).unwrap().parse(), Ok(n));
+                }
+                buf.drain(..used);
+            }
+        }
+    }
+}

@@ -1,0 +1,270 @@
+//! Replication, master side: SYNC/PSYNC full resynchronisation, the
+//! replication stream, the backlog, ROLE, INFO replication and WAIT.
+//!
+//! The stream is the AOF's effects stream. Dispatch collects each
+//! command's effects while the AOF logs *or* a replica is attached
+//! ([`crate::persist::aof::Aof::is_collecting`]), and the AOF writer
+//! thread, which merges every worker's units into one order, hands each
+//! merged run to [`feed_stream`] as well as to the file. So replicas get
+//! exactly the bytes the log gets: MULTI/EXEC around transactions, SELECT
+//! when the database changes, expirations and evictions as DEL/UNLINK.
+//!
+//! A full sync ([`master`]) takes a point-in-time snapshot without fork.
+//! Its cut, with every shard locked, also marks the feed
+//! ([`crate::persist::aof::Aof::mark_replica_cut`]); once the writer has
+//! streamed every unit before the cut it attaches the replica ([`attach`]),
+//! whose stream starts there: nothing is lost or applied twice, and the
+//! first unit after the cut begins with SELECT. The stream bytes gather in
+//! the replica's own buffer while the RDB is sent, bounded by
+//! `client-output-buffer-limit replica`.
+
+pub mod backlog;
+pub mod master;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use crate::exec::blocking::Waiter;
+use crate::server::Server;
+use backlog::Backlog;
+use master::Replica;
+
+/// The stream bytes of a keep-alive PING.
+const PING: &[u8] = b"*1\r\n$4\r\nPING\r\n";
+/// The stream bytes asking replicas for their offset (WAIT).
+const GETACK: &[u8] = b"*3\r\n$8\r\nREPLCONF\r\n$6\r\nGETACK\r\n$1\r\n*\r\n";
+
+/// Replication state shared by every thread.
+pub struct Repl {
+    ids: Mutex<ReplIds>,
+    stream: Mutex<Stream>,
+    /// `master_repl_offset`, mirrored out of the lock for WAIT.
+    offset: AtomicU64,
+    /// Clients blocked in WAIT: (wait, offset to reach, replicas needed).
+    waits: Mutex<Vec<(Arc<Waiter>, u64, usize)>>,
+}
+
+/// The replication ids INFO and PSYNC report.
+struct ReplIds {
+    replid: String,
+    replid2: String,
+    second_offset: i64,
+}
+
+/// The stream's state, changed by the AOF writer and the replica threads.
+struct Stream {
+    backlog: Option<Backlog>,
+    /// Replicas past their cut, in attach order.
+    replicas: Vec<Arc<Replica>>,
+    /// Full syncs in progress plus replicas attached: effects are
+    /// collected while it is above zero.
+    users: usize,
+    last_ping: Instant,
+}
+
+impl Default for Repl {
+    fn default() -> Self {
+        Repl {
+            ids: Mutex::new(ReplIds {
+                replid: random_replid(),
+                replid2: "0".repeat(40),
+                second_offset: -1,
+            }),
+            stream: Mutex::new(Stream {
+                backlog: None,
+                replicas: Vec::new(),
+                users: 0,
+                last_ping: Instant::now(),
+            }),
+            offset: AtomicU64::new(0),
+            waits: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+/// 40 random hex digits, as Redis's `getRandomHexChars`.
+fn random_replid() -> String {
+    let mut rng = fastrand::Rng::new();
+    (0..40)
+        .map(|_| char::from_digit(rng.u32(..16), 16).unwrap_or('0'))
+        .collect()
+}
+
+impl Repl {
+    /// The current replication id (`master_replid`).
+    pub fn replid(&self) -> String {
+        self.ids.lock().replid.clone()
+    }
+
+    /// `master_repl_offset`: stream bytes produced since start.
+    pub fn offset(&self) -> u64 {
+        self.offset.load(Ordering::SeqCst)
+    }
+
+    /// DEBUG CHANGE-REPL-ID: a new id, and no secondary one.
+    pub fn change_replid(&self) {
+        let mut ids = self.ids.lock();
+        ids.replid = random_replid();
+        ids.replid2 = "0".repeat(40);
+        ids.second_offset = -1;
+    }
+
+    /// The replicas attached now.
+    pub fn replicas(&self) -> Vec<Arc<Replica>> {
+        self.stream.lock().replicas.clone()
+    }
+
+    /// How many attached replicas acknowledged `offset` (WAIT).
+    pub fn acked(&self, offset: u64) -> usize {
+        let s = self.stream.lock();
+        s.replicas
+            .iter()
+            .filter(|r| r.ack_offset() >= offset)
+            .count()
+    }
+
+    /// Asks every replica for its offset, in the stream (WAIT).
+    pub fn request_acks(&self, server: &Server) {
+        let mut s = self.stream.lock();
+        if !s.replicas.is_empty() {
+            self.append(&mut s, GETACK, server);
+        }
+    }
+
+    /// Appends stream bytes: to the backlog, then to every attached
+    /// replica (cutting off those past their output limit).
+    fn append(&self, s: &mut Stream, bytes: &[u8], server: &Server) {
+        let Some(backlog) = s.backlog.as_mut() else {
+            return;
+        };
+        backlog.feed(bytes);
+        self.offset.store(backlog.offset(), Ordering::SeqCst);
+        for r in &s.replicas {
+            r.push(bytes, server);
+        }
+    }
+
+    /// Adds the INFO replication fields of a master, in Redis's order.
+    pub fn info_fields(&self, server: &Server) -> Vec<(String, String)> {
+        let mut f: Vec<(String, String)> = Vec::new();
+        let mut kv = |k: &str, v: String| f.push((k.to_string(), v));
+        let s = self.stream.lock();
+        kv("role", "master".into());
+        kv("connected_slaves", s.replicas.len().to_string());
+        for (i, r) in s.replicas.iter().enumerate() {
+            kv(&format!("slave{i}"), r.info_line(self.offset()));
+        }
+        kv("master_failover_state", "no-failover".into());
+        let ids = self.ids.lock();
+        kv("master_replid", ids.replid.clone());
+        kv("master_replid2", ids.replid2.clone());
+        kv("master_repl_offset", self.offset().to_string());
+        kv("second_repl_offset", ids.second_offset.to_string());
+        let (active, size, first, histlen) = match &s.backlog {
+            Some(b) => (1, b.size() as u64, b.first_byte_offset(), b.histlen()),
+            None => (0, backlog_size(server) as u64, 0, 0),
+        };
+        kv("repl_backlog_active", active.to_string());
+        kv("repl_backlog_size", size.to_string());
+        kv("repl_backlog_first_byte_offset", first.to_string());
+        kv("repl_backlog_histlen", histlen.to_string());
+        f
+    }
+}
+
+/// `repl-backlog-size` in bytes.
+fn backlog_size(server: &Server) -> usize {
+    config_u64(server, "repl-backlog-size").unwrap_or(1 << 20) as usize
+}
+
+/// A numeric parameter as CONFIG GET reports it.
+fn config_u64(server: &Server, name: &str) -> Option<u64> {
+    server.config.get_one(name)?.parse().ok()
+}
+
+/// Gives the AOF writer's merged units to the replication stream (called
+/// by the writer only, so the stream keeps the writer's order).
+pub fn feed_stream(server: &Server, bytes: &[u8]) {
+    let repl = &server.repl;
+    let mut s = repl.stream.lock();
+    repl.append(&mut s, bytes, server);
+}
+
+/// A full sync is starting: effects must be collected from before its
+/// cut on.
+pub fn sync_started(server: &Server) {
+    let mut s = server.repl.stream.lock();
+    s.users += 1;
+    server.aof.set_replicating(true);
+}
+
+/// Attaches `replica` at the stream's current offset (the writer calls this
+/// at the replica's cut). Creates the backlog with the first replica, as
+/// Redis does. Returns the offset the replica starts at.
+pub fn attach(server: &Server, replica: Arc<Replica>) -> u64 {
+    let repl = &server.repl;
+    let mut s = repl.stream.lock();
+    if s.backlog.is_none() {
+        let offset = repl.offset();
+        s.backlog = Some(Backlog::new(backlog_size(server), offset));
+    }
+    let offset = repl.offset();
+    replica.start_at(offset);
+    s.replicas.push(replica);
+    offset
+}
+
+/// A replica (or a full sync that never attached) is gone; effects stop
+/// being collected for replication when none is left.
+pub fn detach(server: &Server, client_id: u64) {
+    let mut s = server.repl.stream.lock();
+    s.replicas.retain(|r| r.client.id != client_id);
+    s.users = s.users.saturating_sub(1);
+    if s.users == 0 {
+        server.aof.set_replicating(false);
+    }
+}
+
+/// Registers a client blocked in WAIT until `needed` replicas acknowledge
+/// `target`, and asks the replicas for their offsets.
+pub fn wait_for_acks(server: &Server, waiter: Arc<Waiter>, target: u64, needed: usize) {
+    server.repl.waits.lock().push((waiter, target, needed));
+    server.repl.request_acks(server);
+}
+
+/// A replica acknowledged an offset: ends the WAITs now satisfied (and
+/// forgets those that ended otherwise).
+pub fn acked(server: &Server) {
+    let repl = &server.repl;
+    let mut waits = repl.waits.lock();
+    waits.retain(|(w, target, needed)| {
+        if w.is_claimed() {
+            return false;
+        }
+        let n = repl.acked(*target);
+        if n < *needed {
+            return true;
+        }
+        if server.blocking.claim(&server.keyspace, w) {
+            let reply = format!(":{n}\r\n").into_bytes();
+            crate::exec::blocking::deliver(server, w, reply, false);
+        }
+        false
+    });
+}
+
+/// Sends a PING down the stream if `repl-ping-replica-period` seconds went
+/// by since the last one and replicas are attached.
+pub fn ping_if_due(server: &Server) {
+    let period = config_u64(server, "repl-ping-replica-period").unwrap_or(10);
+    let repl = &server.repl;
+    let mut s = repl.stream.lock();
+    if s.replicas.is_empty() || s.last_ping.elapsed() < Duration::from_secs(period) {
+        return;
+    }
+    s.last_ping = Instant::now();
+    repl.append(&mut s, PING, server);
+}
