@@ -25,7 +25,10 @@
 //! command with visible effects (a write or a publish), the run is
 //! abandoned — its reply discarded — and the script starts over with every
 //! shard locked; the script is remembered on this thread and later runs
-//! lock everything from the start. Only when a script that already wrote
+//! lock everything from the start. A script's first run on the server
+//! locks every shard anyway and records whether the script kept to its
+//! declared keys; only scripts that did run with just those locked, so
+//! the retry below is left for scripts whose keys change from run to run. Only when a script that already wrote
 //! meets a busy lower shard does it wait, by retrying, for up to
 //! [`UNDECLARED_WAIT`]; past that the call fails with an error asking for
 //! the key to be declared (waiting longer could deadlock with a command
@@ -141,6 +144,10 @@ pub struct Scripts {
     libraries: AtomicUsize,
     functions: AtomicUsize,
     libraries_bytes: AtomicUsize,
+    /// Scripts (by SHA, functions by `f:` and name) whose run with every
+    /// shard locked touched only the keys they declared: later runs lock
+    /// just those.
+    declared_only: parking_lot::RwLock<HashSet<String>>,
 }
 
 impl Scripts {
@@ -157,6 +164,7 @@ impl Scripts {
             libraries: AtomicUsize::new(0),
             functions: AtomicUsize::new(0),
             libraries_bytes: AtomicUsize::new(0),
+            declared_only: Default::default(),
         }
     }
 
@@ -715,6 +723,10 @@ struct ScriptHost<'h, 'c> {
     effects: bool,
     /// The run needs a shard it could not take: start over with all.
     restart: bool,
+    /// The keys the script declared (KEYS, or FCALL's keys).
+    declared: &'h [&'h [u8]],
+    /// A command touched a key the script did not declare.
+    strayed: bool,
     started: Instant,
     threshold: Duration,
     timed_out: bool,
@@ -753,16 +765,21 @@ impl ScriptHost<'_, '_> {
         match cmd.spec.keys {
             KeySpec::None => Ok(()),
             KeySpec::All | KeySpec::Dynamic | KeySpec::Queued => {
+                self.strayed = true;
                 if self.ctx.keys.holds_all() {
                     return Ok(());
                 }
                 (0..ks.shard_count()).try_for_each(|i| self.hold(i))
             }
-            KeySpec::Range { .. } | KeySpec::Custom { .. } => cmd
-                .spec
-                .key_indices(args)
-                .into_iter()
-                .try_for_each(|i| self.hold(ks.shard_of(args.get(i)))),
+            KeySpec::Range { .. } | KeySpec::Custom { .. } => {
+                cmd.spec.key_indices(args).into_iter().try_for_each(|i| {
+                    let key = args.get(i);
+                    if !self.declared.contains(&key) {
+                        self.strayed = true;
+                    }
+                    self.hold(ks.shard_of(key))
+                })
+            }
         }
     }
 
@@ -1108,7 +1125,12 @@ fn run_target(
         Kind::Fcall => format!("f:{}", target.name),
         _ => target.name.clone(),
     };
-    if engines.undeclared.contains(&memo) {
+    // A script's first run (server-wide) holds every shard, and tells
+    // whether it keeps to its declared keys: only then do later runs lock
+    // just those, so a script that touches other keys never has to wait
+    // for a lower shard after it wrote (see the module comment).
+    let declared_only = server.scripts.declared_only.read().contains(&memo);
+    if !declared_only || engines.undeclared.contains(&memo) {
         lock_everything(ctx);
     }
     let mode = RunMode {
@@ -1134,6 +1156,8 @@ fn run_target(
             wrote: false,
             effects: false,
             restart: false,
+            declared: keys,
+            strayed: false,
             started: Instant::now(),
             threshold: Duration::from_millis(
                 server
@@ -1160,7 +1184,13 @@ fn run_target(
             }
         };
         let restart = host.restart;
+        let strayed = host.strayed;
         drop(host);
+        if !declared_only && !strayed && !restart {
+            server.scripts.declared_only.write().insert(memo.clone());
+        } else if strayed {
+            engines.undeclared.insert(memo.clone());
+        }
         // A script's SELECT stays inside it.
         ctx.db = db;
         ctx.session.db = session_db;
