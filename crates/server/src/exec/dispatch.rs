@@ -82,14 +82,7 @@ pub fn run(
         oom_rejection(server, session, out, cmd, args, hooks)
     };
     if let Some(msg) = oom {
-        if spec.name == "exec" {
-            // Redis's execCommandAbort: the whole transaction is dropped.
-            crate::exec::multi::discard_transaction(server, session);
-            let msg = format!("EXECABORT Transaction discarded because of: {msg}");
-            reject(server, session, out, Some(cmd), &msg);
-        } else {
-            reject(server, session, out, Some(cmd), msg);
-        }
+        reject(server, session, out, Some(cmd), msg);
         return Outcome::Done;
     }
     if let Some(msg) = persistence_rejection(server, session, cmd, args) {
@@ -316,6 +309,15 @@ fn reject(
             .fetch_add(1, Ordering::Relaxed);
     }
     server.count_error(msg.as_bytes());
+    if cmd.is_some_and(|c| c.spec.name == "exec") && session.in_multi() {
+        // Redis's execCommandAbort: a refused EXEC drops the whole
+        // transaction (OOM, a busy script, a failed save, …).
+        crate::exec::multi::discard_transaction(server, session);
+        out.error(&format!(
+            "EXECABORT Transaction discarded because of: {msg}"
+        ));
+        return;
+    }
     out.error(msg);
 }
 
