@@ -45,6 +45,7 @@ for v in N ROUNDS CLIENTS DATA KEYSPACE PIPELINES TESTS TIMEOUT VIREO_ARGS THREA
 done
 COMMAND+="bench/suite.sh"
 LOAD_START=$(cut -d' ' -f1 /proc/loadavg)
+START_DATE=$(date -u +%Y-%m-%dT%H:%MZ)
 
 LOG_TAG=suite
 # shellcheck source=bench/servers.sh
@@ -192,6 +193,9 @@ if [[ $SCALING == 1 && -x $VIREO && " ${SERVERS[*]} " == *" vireo "* ]]; then
 fi
 
 # --- report --------------------------------------------------------------------
+# Changes to the report itself do not change what was measured.
+DIRTY=$(git -C "$ROOT" status --porcelain -- crates Cargo.toml Cargo.lock bench 2>/dev/null |
+    grep -q . && echo yes || echo no)
 cat >"$OUT/meta.env" <<EOF
 N=$N
 ROUNDS=$ROUNDS
@@ -206,11 +210,11 @@ COMMAND=$COMMAND
 LOAD_START=$LOAD_START
 LOAD_END=$(cut -d' ' -f1 /proc/loadavg)
 COMMIT=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo none)
-DIRTY=$(git -C "$ROOT" status --porcelain 2>/dev/null | grep -q . && echo yes || echo no)
+DIRTY=$DIRTY
 REDIS=$(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')
 CPU=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
 CORES=$(nproc)
-DATE=$(date -u +%Y-%m-%dT%H:%MZ)
+DATE=$START_DATE
 EOF
 python3 "$ROOT/bench/suite_report.py" "$OUT" "$MD" || die "report failed"
 log "table written to $MD (raw results in $OUT)"
