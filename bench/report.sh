@@ -101,17 +101,20 @@ reproduce() {
     echo "$cmd bench/report.sh"
 }
 
-# Environment of report_md.py's section header; LOAD_END is set after.
+# Environment of report_md.py's section header; the load's highest and
+# last values are set at the end.
 section_start() {
     export REPORT_DATE REPORT_LOAD_START REPORT_COMMAND
     REPORT_DATE=$(date -u +%Y-%m-%dT%H:%MZ)
     REPORT_LOAD_START=$(load1)
     REPORT_COMMAND=$(reproduce "$@")
+    load_watch_start "$OUT/load-$1.txt"
     log "section $1 ($REPORT_COMMAND)"
 }
 
 section_end() { # name
-    export REPORT_LOAD_END
+    export REPORT_LOAD_MAX REPORT_LOAD_END
+    REPORT_LOAD_MAX=$(load_watch_stop "$OUT/load-$1.txt")
     REPORT_LOAD_END=$(load1)
     python3 "$ROOT/bench/report_md.py" section "$1" "$OUT" "$MD" "$FIGURES" ||
         log "warning: section $1 left unchanged"

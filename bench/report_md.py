@@ -23,6 +23,8 @@ import re
 import statistics
 import sys
 
+from suite_report import load_text
+
 
 def begin(name):
     return f"<!-- vireo-report:{name}:begin -->"
@@ -72,18 +74,18 @@ def save_figures(path, figs):
 
 def meta_from_env():
     keys = ["DATE", "COMMIT", "DIRTY", "CORES", "CPU", "REDIS", "LOAD_START",
-            "LOAD_END", "COMMAND"]
-    return {k: os.environ.get("REPORT_" + k, "?") for k in keys}
+            "LOAD_MAX", "LOAD_END", "COMMAND"]
+    return {k: os.environ.get("REPORT_" + k, "") for k in keys}
 
 
 def header(meta):
     """One line: when, which build, which machine, how loaded, how to redo it."""
     dirty = " (with uncommitted changes)" if meta.get("DIRTY") == "yes" else ""
+    load, busy = load_text(meta)
     return (
         f"Measured {meta['DATE']} at commit {meta['COMMIT']}{dirty} on "
-        f"{meta['CORES']} cores ({meta['CPU']}); load average {meta['LOAD_START']} "
-        f"at the start, {meta['LOAD_END']} at the end; redis-server {meta['REDIS']}. "
-        f"Reproduce: `{meta['COMMAND']}`."
+        f"{meta['CORES']} cores ({meta['CPU']}){load}; redis-server {meta['REDIS']}. "
+        f"Reproduce: `{meta['COMMAND']}`.{busy}"
     )
 
 
@@ -359,7 +361,7 @@ def summary_rows(figs):
     rows = []
 
     def add(what, v, r, unit, link):
-        ratio = f"{v / r:.2f}" if v is not None and r else "–"
+        ratio = "–" if v is None or not r else f"{v / r:.2f}" if v / r >= 0.01 else f"{v / r:.3f}"
         rows.append(f"| {what} | {fmt(v, unit)} | {fmt(r, unit)} | {ratio} | [↓](#{link}) |")
 
     suite = figs.get("suite", {}).get("rows", {})

@@ -66,8 +66,11 @@ stop_server() {
     unset "PID[$1]"
 }
 
-# Stops every server start_server started.
-cleanup() { for s in "${!PID[@]}"; do stop_server "$s"; done; }
+# Stops every server start_server started, and the load sampling.
+cleanup() {
+    for s in "${!PID[@]}"; do stop_server "$s"; done
+    [[ -n ${LOAD_WATCH:-} ]] && kill "$LOAD_WATCH" 2>/dev/null
+}
 
 # start_server NAME PIN(0/1) CMD...: starts CMD, pinned to the server core
 # when PIN is 1, with @PORT@ in CMD replaced by a free port; on success
@@ -92,4 +95,24 @@ start_server() {
     wait "$pid" 2>/dev/null
     log "$name did not start: $(tail -n 3 "$OUT/$name.log" | tr '\n' ' ')"
     return 1
+}
+
+# load_watch_start FILE: samples the 1-minute load average into FILE every
+# 10 s, so a report can say how busy the machine was during a run.
+load_watch_start() {
+    [[ -n ${LOAD_WATCH:-} ]] && kill "$LOAD_WATCH" 2>/dev/null
+    (while :; do
+        cut -d' ' -f1 /proc/loadavg
+        sleep 10
+    done) >"$1" &
+    LOAD_WATCH=$!
+}
+
+# load_watch_stop FILE: stops the sampling; prints the highest load sampled.
+load_watch_stop() {
+    kill "$LOAD_WATCH" 2>/dev/null
+    wait "$LOAD_WATCH" 2>/dev/null
+    LOAD_WATCH=""
+    cut -d' ' -f1 /proc/loadavg >>"$1"
+    sort -g "$1" | tail -n 1
 }

@@ -52,6 +52,7 @@ LOG_TAG=suite
 source "$ROOT/bench/servers.sh"
 need_tools
 pin_cores "$SERVER_CPU" "$CLIENT_CPU"
+load_watch_start "$OUT/load.txt"
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
@@ -193,6 +194,7 @@ if [[ $SCALING == 1 && -x $VIREO && " ${SERVERS[*]} " == *" vireo "* ]]; then
 fi
 
 # --- report --------------------------------------------------------------------
+LOAD_MAX=$(load_watch_stop "$OUT/load.txt")
 # Changes to the report itself do not change what was measured.
 DIRTY=$(git -C "$ROOT" status --porcelain -- crates Cargo.toml Cargo.lock bench 2>/dev/null |
     grep -q . && echo yes || echo no)
@@ -208,6 +210,7 @@ VIREO_ARGS=$VIREO_ARGS
 VIREO_NOTE=$VIREO_NOTE
 COMMAND=$COMMAND
 LOAD_START=$LOAD_START
+LOAD_MAX=$LOAD_MAX
 LOAD_END=$(cut -d' ' -f1 /proc/loadavg)
 COMMIT=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo none)
 DIRTY=$DIRTY

@@ -268,20 +268,67 @@ def table(data, order, p):
     return rows
 
 
+def load_text(meta):
+    """'; load average A at the start, up to M, B at the end', and a warning
+    when other work shared the machine, from META's LOAD_START, LOAD_MAX
+    (highest sampled, if sampled), LOAD_END and CORES."""
+    try:
+        loads = [float(meta[k]) for k in ("LOAD_START", "LOAD_MAX", "LOAD_END") if meta.get(k)]
+        cores = int(meta.get("CORES", "0"))
+    except ValueError:
+        return "", ""
+    if not loads:
+        return "", ""
+    text = f"; load average {meta['LOAD_START']} at the start"
+    if meta.get("LOAD_MAX"):
+        text += f", up to {meta['LOAD_MAX']}"
+    text += f", {meta.get('LOAD_END', '?')} at the end"
+    busy = ""
+    if cores and max(loads) >= cores:
+        busy = (
+            " **The machine was shared with other work during this run** (the run"
+            " itself adds about 1 to 1.5 to the load average): absolute figures are"
+            " lower, and ratios noisier, than on an idle machine."
+        )
+    return text, busy
+
+
+def client_bound_note(data, order, p):
+    """A sentence when, at pipeline P, both servers ran at about the null
+    server's rate over most rows: the client was the limit, not the servers."""
+    shares = {"vireo": [], "redis": []}
+    for name, pp in order:
+        if pp != p or name.endswith("(scaling)"):
+            continue
+        cells = data[(name, p)]
+        n = med(cells.get("null", Cell()).rps)
+        for s in shares:
+            v = med(cells.get(s, Cell()).rps)
+            if v is not None and n:
+                shares[s].append(v / n)
+    if not all(shares.values()):
+        return []
+    mv, mr = (statistics.median(shares[s]) for s in ("vireo", "redis"))
+    if not all(0.8 <= m <= 1.25 for m in (mv, mr)):
+        return []
+    return [
+        "",
+        f"At `-P {p}` both servers ran at about the null server's rate (medians over"
+        f" the rows: Vireo/null {mv:.2f}, Redis/null {mr:.2f}): there the client on"
+        " its one core is the limit, so ops/s say little about the servers and"
+        " µs/req compares them better.",
+    ]
+
+
 def header(meta, rounds):
     """Where, when and how the tables were measured."""
     dirty = " (with uncommitted changes)" if meta.get("DIRTY") == "yes" else ""
-    load = ""
-    if meta.get("LOAD_START"):
-        load = (
-            f"; load average {meta['LOAD_START']} at the start, "
-            f"{meta.get('LOAD_END', '?')} at the end"
-        )
+    load, busy = load_text(meta)
     return [
         f"Measured {meta.get('DATE', '?')} at commit {meta.get('COMMIT', '?')}{dirty}"
         f" on {meta.get('CORES', '?')} cores ({meta.get('CPU', '?')}){load};"
         f" redis-server {meta.get('REDIS', '?')}; {meta.get('PINNING', '')}."
-        f" Reproduce: `{meta.get('COMMAND', 'bench/suite.sh')}`.",
+        f" Reproduce: `{meta.get('COMMAND', 'bench/suite.sh')}`.{busy}",
         "",
         f"{meta.get('N', '?')} requests per test, {len(rounds)} rounds "
         f"(server order alternates each round), {meta.get('CLIENTS', '?')} clients, "
@@ -331,6 +378,7 @@ def render(out_dir):
     for p in pipelines:
         o += ["", f"### Pipeline {p} (`-P {p}`)", ""]
         o += table(data, order, p)
+        o += client_bound_note(data, order, p)
     scaling = [k for k in order if k[0].endswith("(scaling)")]
     if scaling:
         o += ["", "### Vireo with 2 worker threads vs 1 (unpinned)", ""]
