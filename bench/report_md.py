@@ -78,10 +78,13 @@ def meta_from_env():
     return {k: os.environ.get("REPORT_" + k, "") for k in keys}
 
 
-def header(meta):
-    """One line: when, which build, which machine, how loaded, how to redo it."""
+def header(meta, timed=True):
+    """One line: when, which build, which machine, how loaded, how to redo it;
+    for TIMED figures (not bytes), a warning when the machine was busy."""
     dirty = " (with uncommitted changes)" if meta.get("DIRTY") == "yes" else ""
     load, busy = load_text(meta)
+    if not timed:
+        busy = ""
     return (
         f"Measured {meta['DATE']} at commit {meta['COMMIT']}{dirty} on "
         f"{meta['CORES']} cores ({meta['CPU']}){load}; redis-server {meta['REDIS']}. "
@@ -333,7 +336,7 @@ def section(name, raw, md, figures_path):
               file=sys.stderr)
         return 1
     meta = meta_from_env()
-    splice(md, name, header(meta) + "\n\n" + body)
+    splice(md, name, header(meta, timed=name != "memory") + "\n\n" + body)
     all_figs = load_figures(figures_path)
     all_figs[name] = dict(figs, meta=meta)
     save_figures(figures_path, all_figs)
@@ -426,9 +429,14 @@ def summary(md, figures_path):
                       if "meta" in s and "COMMIT" in s["meta"]})
     when = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
     redis = next((s["meta"]["REDIS"] for s in figs.values() if "REDIS" in s.get("meta", {})), "")
+    busy = [name for name, sec in figs.items()
+            if name != "memory" and load_text(sec.get("meta", {}))[1]]
     body = [
         f"Figures of {when}, commit{'s' if len(commits) > 1 else ''} {', '.join(commits)};"
-        " each section below says how it was measured and by which command.",
+        " each section below says how it was measured and by which command."
+        + (f" Other work shared the machine during the timed sections ({', '.join(busy)}):"
+           " take their ratios as rough; CPU per request and bytes are the steadier figures."
+           if busy else ""),
         "",
         f"| figure | Vireo | Redis {redis} | Vireo/Redis | details |",
         "|---|---|---|---|---|",

@@ -2,11 +2,28 @@
 # The Vireo benchmark suite: Vireo vs Debian's redis-server vs the null server
 # (constant replies: this machine's loopback ceiling), in alternating rounds,
 # medians, ratios and server CPU per request written into BENCHMARKS.md
-# (bench/report.sh runs it with the report's other measurements). Usage and
-# settings are in BENCHMARKS.md ("How to reproduce"); in short:
+# (bench/report.sh runs it with the report's other measurements):
 #
 #   bench/suite.sh                          # full run
 #   SUITE_N=10000 SUITE_ROUNDS=2 bench/suite.sh   # quick run (a few minutes)
+#
+# Each round runs redis-benchmark's tests (one invocation per test) and two
+# `vireo bench` mixes (SET:GET 1:10 zipf, 1:1 uniform) against each server
+# at each pipeline depth; servers are pinned to one core, clients to the
+# other; the server order alternates between rounds, data is flushed at each
+# server's turn. Then, unless SUITE_SCALING=0, Vireo runs unpinned with 1
+# and 2 worker threads against a 2-thread client. Raw output (CSV, JSON,
+# logs) stays in SUITE_OUT.
+#
+# Settings: SUITE_N requests per test (100000), SUITE_ROUNDS (3),
+# SUITE_CLIENTS (50), SUITE_DATA value bytes (64), SUITE_KEYSPACE (100000),
+# SUITE_PIPELINES ("1 16"), SUITE_TESTS (comma-separated redis-benchmark
+# tests), SUITE_TIMEOUT seconds per client invocation (300),
+# SUITE_VIREO_ARGS ("--threads 1"; dropped with a note if Vireo rejects
+# them), SUITE_THREADS_FLAG ("--threads", for the scaling step),
+# SUITE_SCALING (1), SUITE_SERVER_CPU/SUITE_CLIENT_CPU (0/1), SUITE_BUILD
+# (1; 0 reuses the binaries), SUITE_VIREO_BIN, SUITE_MD (BENCHMARKS.md),
+# SUITE_OUT (target/bench-suite/<date>).
 #
 # Every client invocation runs under `timeout`, so a server that hangs or
 # rejects a command is reported in the table, never waited on forever.
