@@ -3,8 +3,11 @@
  - 1M keys with 16-byte names and 64-byte values, without and with a TTL,
  - 10M keys whose names and values are 8-digit integers,
 on Vireo and on redis-server, plus the RSS delta.
-Usage: bench/bytes_per_key.py VIREO_PORT REDIS_PORT [SCALE]
-(SCALE divides the key counts, for a quick run.)"""
+Usage: bench/bytes_per_key.py VIREO_PORT REDIS_PORT [SCALE [CASES]]
+(SCALE divides the key counts, for a quick run; CASES, e.g. 2 or 1,3,
+picks loads by number. The RSS delta means something only for the first
+load after a server starts: freed memory stays with the process, so
+bench/report.sh runs each load on fresh servers.)"""
 import subprocess, sys
 
 def info(port, field):
@@ -27,6 +30,8 @@ cases = [
     ("10M keys, 8-digit integer names and values", 10_000_000, lambda i: resp("SET", "%08d" % i, "%08d" % (i + 10_000_000))),
 ]
 scale = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+if len(sys.argv) > 4:
+    cases = [cases[int(i) - 1] for i in sys.argv[4].split(",")]
 print("| load | Vireo B/key | Redis B/key | Vireo/Redis | Vireo RSS B/key | Redis RSS B/key |\n|---|---|---|---|---|---|")
 for name, n, make in cases:
     n //= scale

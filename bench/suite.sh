@@ -1,11 +1,29 @@
 #!/usr/bin/env bash
 # The Vireo benchmark suite: Vireo vs Debian's redis-server vs the null server
 # (constant replies: this machine's loopback ceiling), in alternating rounds,
-# medians and ratios written into BENCHMARKS.md. Usage and settings are in
-# BENCHMARKS.md ("vireo bench and the suite"); in short:
+# medians, ratios and server CPU per request written into BENCHMARKS.md
+# (bench/report.sh runs it with the report's other measurements):
 #
 #   bench/suite.sh                          # full run
 #   SUITE_N=10000 SUITE_ROUNDS=2 bench/suite.sh   # quick run (a few minutes)
+#
+# Each round runs redis-benchmark's tests (one invocation per test) and two
+# `vireo bench` mixes (SET:GET 1:10 zipf, 1:1 uniform) against each server
+# at each pipeline depth; servers are pinned to one core, clients to the
+# other; the server order alternates between rounds, data is flushed at each
+# server's turn. Then, unless SUITE_SCALING=0, Vireo runs unpinned with 1
+# and 2 worker threads against a 2-thread client. Raw output (CSV, JSON,
+# logs) stays in SUITE_OUT.
+#
+# Settings: SUITE_N requests per test (100000), SUITE_ROUNDS (3),
+# SUITE_CLIENTS (50), SUITE_DATA value bytes (64), SUITE_KEYSPACE (100000),
+# SUITE_PIPELINES ("1 16"), SUITE_TESTS (comma-separated redis-benchmark
+# tests), SUITE_TIMEOUT seconds per client invocation (300),
+# SUITE_VIREO_ARGS ("--threads 1"; dropped with a note if Vireo rejects
+# them), SUITE_THREADS_FLAG ("--threads", for the scaling step),
+# SUITE_SCALING (1), SUITE_SERVER_CPU/SUITE_CLIENT_CPU (0/1), SUITE_BUILD
+# (1; 0 reuses the binaries), SUITE_VIREO_BIN, SUITE_MD (BENCHMARKS.md),
+# SUITE_OUT (target/bench-suite/<date>).
 #
 # Every client invocation runs under `timeout`, so a server that hangs or
 # rejects a command is reported in the table, never waited on forever.
@@ -20,7 +38,7 @@ CLIENTS=${SUITE_CLIENTS:-50}
 DATA=${SUITE_DATA:-64}
 KEYSPACE=${SUITE_KEYSPACE:-100000}
 PIPELINES=${SUITE_PIPELINES:-"1 16"}
-TESTS=${SUITE_TESTS:-ping,set,get,incr,lpush,rpush,lpop,rpop,sadd,hset,spop,zadd,zpopmin,lrange_100,lrange_300,lrange_600,mset}
+TESTS=${SUITE_TESTS:-ping_inline,ping_mbulk,set,get,incr,lpush,rpush,lpop,rpop,sadd,hset,spop,zadd,zpopmin,lrange_100,lrange_300,lrange_600,mset}
 TIMEOUT=${SUITE_TIMEOUT:-300}
 VIREO_ARGS=${SUITE_VIREO_ARGS:---threads 1}
 THREADS_FLAG=${SUITE_THREADS_FLAG:---threads}
@@ -33,35 +51,27 @@ OUT=${SUITE_OUT:-$ROOT/target/bench-suite/$(date +%Y%m%d-%H%M%S)}
 RAW=$OUT/raw
 mkdir -p "$RAW"
 
-log() { printf '[suite %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-die() { log "error: $*"; exit 1; }
+# The command line that reproduces this run: the settings given, then the script.
+COMMAND=""
+for v in N ROUNDS CLIENTS DATA KEYSPACE PIPELINES TESTS TIMEOUT VIREO_ARGS THREADS_FLAG \
+    SCALING SERVER_CPU CLIENT_CPU; do
+    [[ -v SUITE_$v ]] || continue
+    val=${!v}
+    [[ $val =~ ^[A-Za-z0-9_,.:/=-]+$ ]] || val="'$val'"
+    COMMAND+="SUITE_$v=$val "
+done
+COMMAND+="bench/suite.sh"
+LOAD_START=$(cut -d' ' -f1 /proc/loadavg)
+START_DATE=$(date -u +%Y-%m-%dT%H:%MZ)
 
-# --- prerequisites -----------------------------------------------------------
-need_apt=()
-command -v redis-server >/dev/null || need_apt+=(redis-server)
-command -v redis-benchmark >/dev/null || need_apt+=(redis-tools)
-command -v python3 >/dev/null || need_apt+=(python3)
-if ((${#need_apt[@]})); then
-    if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
-        log "installing ${need_apt[*]} with apt-get"
-        apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive \
-            apt-get install -y -qq "${need_apt[@]}" >/dev/null || die "apt-get install failed"
-    else
-        die "missing ${need_apt[*]}: apt-get install redis-server redis-tools python3"
-    fi
-fi
-command -v timeout >/dev/null || die "timeout (coreutils) is required"
-
-# Pin servers and clients to different cores when possible.
-if command -v taskset >/dev/null && (($(nproc) >= 2)); then
-    PIN_SERVER=(taskset -c "$SERVER_CPU")
-    PIN_CLIENT=(taskset -c "$CLIENT_CPU")
-    PINNING="servers on core $SERVER_CPU, clients on core $CLIENT_CPU (taskset)"
-else
-    PIN_SERVER=()
-    PIN_CLIENT=()
-    PINNING="no pinning (taskset missing or fewer than 2 cores)"
-fi
+LOG_TAG=suite
+# shellcheck source=bench/servers.sh
+source "$ROOT/bench/servers.sh"
+need_tools
+pin_cores "$SERVER_CPU" "$CLIENT_CPU"
+load_watch_start "$OUT/load.txt"
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 # --- build -------------------------------------------------------------------
 TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
@@ -84,56 +94,6 @@ fi
 log "client: ${BENCH[*]}"
 
 # --- servers -----------------------------------------------------------------
-declare -A PORT PID
-free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
-
-wait_ready() { # port pid
-    local i
-    for i in $(seq 100); do
-        kill -0 "$2" 2>/dev/null || return 1
-        [[ $(timeout 2 redis-cli -p "$1" ping 2>/dev/null) == PONG ]] && return 0
-        sleep 0.1
-    done
-    return 1
-}
-
-stop_server() { # name
-    local p=${PID[$1]:-}
-    [[ -n $p ]] || return 0
-    kill "$p" 2>/dev/null
-    for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$p" 2>/dev/null
-    wait "$p" 2>/dev/null
-    unset "PID[$1]"
-}
-
-cleanup() { for s in "${!PID[@]}"; do stop_server "$s"; done; }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# start_server NAME PIN(0/1) CMD... ; the port is appended by the caller via $port
-start_server() {
-    local name=$1 pin=$2
-    shift 2
-    local port
-    port=$(free_port)
-    local cmd=("$@")
-    cmd=("${cmd[@]//@PORT@/$port}")
-    if [[ $pin == 1 ]]; then cmd=("${PIN_SERVER[@]}" "${cmd[@]}"); fi
-    "${cmd[@]}" >"$OUT/$name.log" 2>&1 &
-    local pid=$!
-    if wait_ready "$port" "$pid"; then
-        PORT[$name]=$port
-        PID[$name]=$pid
-        log "$name listening on $port (pid $pid)"
-        return 0
-    fi
-    kill "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
-    log "$name did not start: $(tail -n 3 "$OUT/$name.log" | tr '\n' ' ')"
-    return 1
-}
-
 SERVERS=()
 VIREO_NOTE=""
 if [[ -x $VIREO ]]; then
@@ -251,6 +211,10 @@ if [[ $SCALING == 1 && -x $VIREO && " ${SERVERS[*]} " == *" vireo "* ]]; then
 fi
 
 # --- report --------------------------------------------------------------------
+LOAD_MAX=$(load_watch_stop "$OUT/load.txt")
+# Changes to the report itself do not change what was measured.
+DIRTY=$(git -C "$ROOT" status --porcelain -- crates Cargo.toml Cargo.lock bench 2>/dev/null |
+    grep -q . && echo yes || echo no)
 cat >"$OUT/meta.env" <<EOF
 N=$N
 ROUNDS=$ROUNDS
@@ -261,12 +225,16 @@ PIPELINES=$PIPELINES
 PINNING=$PINNING
 VIREO_ARGS=$VIREO_ARGS
 VIREO_NOTE=$VIREO_NOTE
+COMMAND=$COMMAND
+LOAD_START=$LOAD_START
+LOAD_MAX=$LOAD_MAX
+LOAD_END=$(cut -d' ' -f1 /proc/loadavg)
 COMMIT=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo none)
-DIRTY=$(git -C "$ROOT" status --porcelain 2>/dev/null | grep -q . && echo yes || echo no)
+DIRTY=$DIRTY
 REDIS=$(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')
 CPU=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
 CORES=$(nproc)
-DATE=$(date -u +%Y-%m-%dT%H:%MZ)
+DATE=$START_DATE
 EOF
 python3 "$ROOT/bench/suite_report.py" "$OUT" "$MD" || die "report failed"
 log "table written to $MD (raw results in $OUT)"

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""Turns the raw results of bench/suite.sh into the markdown table of
+"""Turns the raw results of bench/suite.sh into the markdown tables of
 BENCHMARKS.md: per test and pipeline depth, the median throughput and p99 of
-Vireo, redis-server and the null server over the rounds, and the ratios
-Vireo/Redis (with the min-max of per-round ratios) and Vireo/null.
+Vireo, redis-server and the null server over the rounds, the ratios
+Vireo/Redis (with the min-max of per-round ratios) and Vireo/null, and how
+much CPU each server spent: as a share of one core, and in microseconds per
+request.
 
 Usage: suite_report.py RESULTS_DIR BENCHMARKS.md
 """
@@ -16,10 +18,6 @@ import sys
 
 BEGIN = "<!-- vireo-bench-suite:begin -->"
 END = "<!-- vireo-bench-suite:end -->"
-# Targets of issue 4: Vireo/Redis throughput by pipeline depth.
-TARGET = {1: 1.2, 16: 1.5}
-NULL_TARGET = 0.85  # GET and SET at -P 16, Vireo/null
-SCALING_TARGET = 1.6
 WORKLOADS = {
     "zipf": "vireo bench SET:GET 1:10 zipf:0.99",
     "uniform": "vireo bench SET:GET 1:1 uniform",
@@ -88,16 +86,20 @@ class Cell:
         self.rps = {}  # round -> ops/s
         self.p99 = {}  # round -> ms
         self.server_cpu = {}  # round -> share of one core the server used
+        self.cpu_us = {}  # round -> server CPU microseconds per request
         self.errors = {}  # message -> rounds
 
-    def add_cpu(self, rnd, base):
-        """The server's busy share from the NAME.cpu file of one run."""
+    def add_cpu(self, rnd, base, requests):
+        """The server's busy share and CPU per request from the NAME.cpu
+        file of one run that sent `requests` requests of this row."""
         try:
             server, wall = map(float, read(base + ".cpu").split())
         except ValueError:
             return
         if wall > 0:
             self.server_cpu[rnd] = server / wall
+        if requests > 0:
+            self.cpu_us[rnd] = server * 1e6 / requests
 
     def add_error(self, rnd, msg):
         rounds = self.errors.setdefault(mask_digits(msg), [])
@@ -105,9 +107,27 @@ class Cell:
             rounds.append(rnd)
 
 
-def collect(raw):
+def subtract_list_fill(data, fills):
+    """redis-benchmark runs N "LPUSH (needed to benchmark LRANGE)" before
+    each LRANGE test, in the same invocation and so in the same CPU
+    reading. That phase sends the LPUSH test's own command, so its cost is
+    taken off at the LPUSH row's rate (same server, round and pipeline);
+    without an LPUSH row the LRANGE row gets no CPU per request."""
+    for (name, p, server, rnd) in fills:
+        cell = data[(name, p)][server]
+        lpush = data.get(("LPUSH", p), {}).get(server)
+        if lpush is None or rnd not in lpush.cpu_us or rnd not in cell.cpu_us:
+            cell.cpu_us.pop(rnd, None)
+            continue
+        cell.cpu_us[rnd] = max(0.0, cell.cpu_us[rnd] - lpush.cpu_us[rnd])
+
+
+def collect(raw, requests):
+    """Reads every run under RAW (rounds/servers/files); `requests` is the
+    number each client invocation sent per test (the suite's N)."""
     data = {}  # (name, pipeline) -> server -> Cell
     order = []
+    fills = []  # LRANGE rows whose CPU reading includes the list's fill
 
     def cell(name, p, server):
         key = (name, p)
@@ -129,16 +149,22 @@ def collect(raw):
                     p, test = int(m.group(1)), m.group(2)
                     seen = set()
                     text = read(base + ".out")
-                    for row in csv.reader(text.splitlines()):
-                        if len(row) < 7 or row[0] == "test":
-                            continue
+                    rows = [
+                        row
+                        for row in csv.reader(text.splitlines())
+                        if len(row) >= 7 and row[0] != "test"
+                        and not row[0].startswith("LPUSH (needed")
+                    ]
+                    filled = "LPUSH (needed" in text
+                    for row in rows:
                         name = row_name(row[0])
-                        if row[0].startswith("LPUSH (needed"):
-                            continue
                         c = cell(name, p, server)
                         c.rps[rnd] = float(row[1])
                         c.p99[rnd] = float(row[6])
-                        c.add_cpu(rnd, base)
+                        # `-t ping` measures two rows in one CPU reading.
+                        c.add_cpu(rnd, base, requests * len(rows))
+                        if filled:
+                            fills.append((name, p, server, rnd))
                         seen.add(name)
                     err = failure(base)
                     for name in expected_rows(test):
@@ -161,9 +187,10 @@ def collect(raw):
                     if res["replies"] > 0:
                         c.rps[rnd] = res["ops_per_sec"]
                         c.p99[rnd] = res["latency_ms"]["p99"]
-                        c.add_cpu(rnd, base)
+                        c.add_cpu(rnd, base, res["replies"])
                     for e in res.get("errors", [])[:3]:
                         c.add_error(rnd, f'{e["message"]} (x{e["count"]})')
+    subtract_list_fill(data, fills)
     order.sort(key=row_key)
     return data, order, rounds
 
@@ -195,119 +222,173 @@ def ratio_cell(a, b):
     return r, f"{r:.2f}{spread}"
 
 
-def mark(ok):
-    return "✓" if ok else "✗"
+def fmt_us(v):
+    return "–" if v is None else f"{v:.2f}"
 
 
-def table(data, order, p, have_vireo):
-    rows = []
+def table(data, order, p):
     head = [
         "test",
         "Vireo ops/s",
         "Redis ops/s",
         "Vireo/Redis",
-        f"≥{TARGET[p]}×" if p in TARGET else "target",
         "Vireo p99 ms",
         "Redis p99 ms",
-        "p99 ≤ Redis",
         "null ops/s",
         "Vireo/null",
-        "Redis/null",
         "Vireo CPU",
         "Redis CPU",
+        "Vireo µs/req",
+        "Redis µs/req",
     ]
-    rows.append("| " + " | ".join(head) + " |")
-    rows.append("|" + "---|" * len(head))
+    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, pp in order:
         if pp != p or name.endswith("(scaling)"):
             continue
         cells = data[(name, p)]
         v, r, n = (cells.get(s, Cell()) for s in ("vireo", "redis", "null"))
-        ratio, ratio_txt = ratio_cell(v.rps, r.rps)
-        target = "–"
-        if ratio is not None and p in TARGET:
-            target = mark(ratio >= TARGET[p])
-        elif have_vireo and p in TARGET and v.errors:
-            target = "✗"
-        p99_ok = "–"
-        if med(v.p99) is not None and med(r.p99) is not None:
-            p99_ok = mark(med(v.p99) <= med(r.p99))
-        vn, vn_txt = ratio_cell(v.rps, n.rps)
-        if vn is not None and p == 16 and name in ("GET", "SET"):
-            vn_txt += f" {mark(vn >= NULL_TARGET)}"
-        _, rn_txt = ratio_cell(r.rps, n.rps)
         vireo_txt = fmt_ops(med(v.rps))
         if v.errors and med(v.rps) is None:
             vireo_txt = "error"
-        rows.append(
-            "| "
-            + " | ".join(
-                [
-                    name,
-                    vireo_txt,
-                    fmt_ops(med(r.rps)),
-                    ratio_txt,
-                    target,
-                    fmt_ms(med(v.p99)),
-                    fmt_ms(med(r.p99)),
-                    p99_ok,
-                    fmt_ops(med(n.rps)),
-                    vn_txt,
-                    rn_txt,
-                    fmt_pct(med(v.server_cpu)),
-                    fmt_pct(med(r.server_cpu)),
-                ]
-            )
-            + " |"
-        )
+        row = [
+            name,
+            vireo_txt,
+            fmt_ops(med(r.rps)),
+            ratio_cell(v.rps, r.rps)[1],
+            fmt_ms(med(v.p99)),
+            fmt_ms(med(r.p99)),
+            fmt_ops(med(n.rps)),
+            ratio_cell(v.rps, n.rps)[1],
+            fmt_pct(med(v.server_cpu)),
+            fmt_pct(med(r.server_cpu)),
+            fmt_us(med(v.cpu_us)),
+            fmt_us(med(r.cpu_us)),
+        ]
+        rows.append("| " + " | ".join(row) + " |")
     return rows
 
 
-def render(out_dir):
+def load_text(meta):
+    """'; load average A at the start, up to M, B at the end', and a warning
+    when other work shared the machine, from META's LOAD_START, LOAD_MAX
+    (highest sampled, if sampled), LOAD_END and CORES."""
+    try:
+        loads = [float(meta[k]) for k in ("LOAD_START", "LOAD_MAX", "LOAD_END") if meta.get(k)]
+        cores = int(meta.get("CORES", "0"))
+    except ValueError:
+        return "", ""
+    if not loads:
+        return "", ""
+    text = f"; load average {meta['LOAD_START']} at the start"
+    if meta.get("LOAD_MAX"):
+        text += f", up to {meta['LOAD_MAX']}"
+    text += f", {meta.get('LOAD_END', '?')} at the end"
+    busy = ""
+    if cores and max(loads) >= cores:
+        busy = (
+            " **The machine was shared with other work during this run** (the run"
+            " itself adds about 1 to 1.5 to the load average): absolute figures are"
+            " lower, and ratios noisier, than on an idle machine."
+        )
+    return text, busy
+
+
+def client_bound_note(data, order, p):
+    """A sentence when, at pipeline P, both servers ran at about the null
+    server's rate over most rows: the client was the limit, not the servers."""
+    shares = {"vireo": [], "redis": []}
+    for name, pp in order:
+        if pp != p or name.endswith("(scaling)"):
+            continue
+        cells = data[(name, p)]
+        n = med(cells.get("null", Cell()).rps)
+        for s in shares:
+            v = med(cells.get(s, Cell()).rps)
+            if v is not None and n:
+                shares[s].append(v / n)
+    if not all(shares.values()):
+        return []
+    mv, mr = (statistics.median(shares[s]) for s in ("vireo", "redis"))
+    if not all(0.8 <= m <= 1.25 for m in (mv, mr)):
+        return []
+    return [
+        "",
+        f"At `-P {p}` both servers ran at about the null server's rate (medians over"
+        f" the rows: Vireo/null {mv:.2f}, Redis/null {mr:.2f}): there the client on"
+        " its one core is the limit, so ops/s say little about the servers and"
+        " µs/req compares them better.",
+    ]
+
+
+def header(meta, rounds):
+    """Where, when and how the tables were measured."""
+    dirty = " (with uncommitted changes)" if meta.get("DIRTY") == "yes" else ""
+    load, busy = load_text(meta)
+    return [
+        f"Measured {meta.get('DATE', '?')} at commit {meta.get('COMMIT', '?')}{dirty}"
+        f" on {meta.get('CORES', '?')} cores ({meta.get('CPU', '?')}){load};"
+        f" redis-server {meta.get('REDIS', '?')}; {meta.get('PINNING', '')}."
+        f" Reproduce: `{meta.get('COMMAND', 'bench/suite.sh')}`.{busy}",
+        "",
+        f"{meta.get('N', '?')} requests per test, {len(rounds)} rounds "
+        f"(server order alternates each round), {meta.get('CLIENTS', '?')} clients, "
+        f"{meta.get('DATA', '?')}-byte values, {meta.get('KEYSPACE', '?')} keys; "
+        f"Vireo runs with `--save \"\" --appendonly no {meta.get('VIREO_ARGS', '')}`,"
+        " Redis with `--save \"\" --appendonly no`.",
+    ]
+
+
+def figures(data, order):
+    """The medians per row and pipeline, for bench/report_md.py's summary."""
+    out = {}
+    for name, p in order:
+        cells = data[(name, p)]
+        v, r, n = (cells.get(s, Cell()) for s in ("vireo", "redis", "null"))
+        out.setdefault(name, {})[str(p)] = {
+            "vireo_ops": med(v.rps),
+            "redis_ops": med(r.rps),
+            "null_ops": med(n.rps),
+            "vireo_cpu_share": med(v.server_cpu),
+            "redis_cpu_share": med(r.server_cpu),
+            "vireo_us": med(v.cpu_us),
+            "redis_us": med(r.cpu_us),
+        }
+    return out
+
+
+def read_meta(out_dir):
     meta = {}
     for line in read(os.path.join(out_dir, "meta.env")).splitlines():
         if "=" in line:
             k, v = line.split("=", 1)
             meta[k] = v
-    data, order, rounds = collect(os.path.join(out_dir, "raw"))
-    have_vireo = any("vireo" in cells for cells in data.values())
+    return meta
+
+
+def render(out_dir):
+    """The Markdown block between the markers, and the figures behind it."""
+    meta = read_meta(out_dir)
+    data, order, rounds = collect(
+        os.path.join(out_dir, "raw"), int(meta.get("N", "0") or 0)
+    )
     pipelines = sorted({p for _, p in order})
-    o = [BEGIN, ""]
-    o.append(
-        f"Latest run: {meta.get('DATE', '?')}, commit {meta.get('COMMIT', '?')}"
-        + (" (with uncommitted changes)" if meta.get("DIRTY") == "yes" else "")
-        + f"; {meta.get('CORES', '?')} cores ({meta.get('CPU', '?')}); "
-        f"redis-server {meta.get('REDIS', '?')}; {meta.get('PINNING', '')}."
-    )
-    o.append("")
-    o.append(
-        f"Settings: {meta.get('N', '?')} requests per test, {len(rounds)} rounds "
-        f"(server order alternates each round), {meta.get('CLIENTS', '?')} clients, "
-        f"{meta.get('DATA', '?')}-byte values, {meta.get('KEYSPACE', '?')} keys; "
-        f"Vireo started with `--save \"\" --appendonly no {meta.get('VIREO_ARGS', '')}`."
-        " Figures are medians over the rounds; a ratio's parentheses hold the "
-        "min–max of its per-round ratios. ✓/✗ mark the targets of issue 4."
-        " The CPU columns are the share of one core the server (all its threads)"
-        " was busy during the run, client start-up included: a server well under"
-        " 100% was waiting for the client, so the row measures the client."
-    )
+    o = [BEGIN, ""] + header(meta, rounds)
     if meta.get("VIREO_NOTE"):
         o += ["", f"**Note:** {meta['VIREO_NOTE']}"]
     for p in pipelines:
-        o += ["", f"#### Pipeline {p} (`-P {p}`)", ""]
-        o += table(data, order, p, have_vireo)
+        o += ["", f"### Pipeline {p} (`-P {p}`)", ""]
+        o += table(data, order, p)
+        o += client_bound_note(data, order, p)
     scaling = [k for k in order if k[0].endswith("(scaling)")]
     if scaling:
-        o += ["", "#### Scaling: Vireo with 2 worker threads vs 1 (unpinned)", ""]
+        o += ["", "### Vireo with 2 worker threads vs 1 (unpinned)", ""]
         for key in scaling:
             cells = data[key]
             t1, t2 = cells.get("vireo-t1", Cell()), cells.get("vireo-t2", Cell())
-            r, txt = ratio_cell(t2.rps, t1.rps)
-            verdict = "–" if r is None else mark(r >= SCALING_TARGET)
             o.append(
                 f"{key[0]} at `-P {key[1]}`, 2 client threads: "
                 f"1 thread {fmt_ops(med(t1.rps))} ops/s, 2 threads {fmt_ops(med(t2.rps))} ops/s, "
-                f"ratio {txt} (target ≥{SCALING_TARGET}× {verdict}). Client and server share the "
+                f"ratio {ratio_cell(t2.rps, t1.rps)[1]}. Client and server share the "
                 "machine's cores here, so on 2 cores this shows contention more than scaling."
             )
     errs = []
@@ -318,13 +399,13 @@ def render(out_dir):
                     f"| {server} | {name} | {p} | {len(rnds)}/{len(rounds)} | "
                     f"{msg.replace('|', '/')} |"
                 )
-    o += ["", "#### Errors", ""]
+    o += ["", "### Errors", ""]
     if errs:
         o += ["| server | test | P | rounds | message |", "|---|---|---|---|---|"] + errs
     else:
         o.append("None.")
     o += ["", END]
-    return "\n".join(o) + "\n"
+    return "\n".join(o) + "\n", {"meta": meta, "rows": figures(data, order)}
 
 
 def splice(md_path, block):
@@ -338,9 +419,7 @@ def splice(md_path, block):
         _, tail = rest.split(END, 1)
         text = head + block.rstrip("\n") + tail
     else:
-        if "## vireo bench and the suite" not in text:
-            text = text.rstrip("\n") + "\n\n## vireo bench and the suite\n"
-        text = text.rstrip("\n") + "\n\n### Latest suite results\n\n" + block
+        text = text.rstrip("\n") + "\n\n## Throughput per command\n\n" + block
     with open(md_path, "w", encoding="utf-8") as f:
         f.write(text)
 
@@ -349,9 +428,11 @@ def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
     out_dir, md = sys.argv[1], sys.argv[2]
-    block = render(out_dir)
+    block, figs = render(out_dir)
     with open(os.path.join(out_dir, "summary.md"), "w", encoding="utf-8") as f:
         f.write(block)
+    with open(os.path.join(out_dir, "summary.json"), "w", encoding="utf-8") as f:
+        json.dump(figs, f, indent=1)
     splice(md, block)
     print(block)
 

@@ -75,7 +75,7 @@ const SCAN_SLOTS_PER_ENTRY: usize = 10;
 /// a key lives `maxmemory-samples` walks on average (each eviction moves
 /// the hand that many keys on), 5 by default. Of 2, 3, 4 or 6 walks per
 /// generation, 2 left the fewest keys in a round's oldest generation
-/// (BENCHMARKS.md, issue 6, session 14).
+/// (docs/performance-log.md, issue 6, session 14).
 const PASSES_PER_GENERATION: u32 = 2;
 
 /// The oldest age, in generations, that the generation bits tell apart.

@@ -8,8 +8,8 @@
 //! Lemire's "fastrange"), so a table may have any length and grows by half
 //! rather than doubling: its slots are 58-88% used after growing where a
 //! doubling table's are 44-88%. At 1M keys with TTLs that took the TTL
-//! index from 8.2 to 6.3 bytes per key (BENCHMARKS.md, issue 6, session
-//! 11). An entry sits in the first free slot at or after its home
+//! index from 8.2 to 6.3 bytes per key (docs/performance-log.md, issue 6,
+//! session 11). An entry sits in the first free slot at or after its home
 //! (wrapping at the end), and removal shifts later entries of the run back
 //! into the hole (no tombstones), so a probe always ends at the first empty
 //! slot however many entries came and went.

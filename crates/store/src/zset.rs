@@ -831,8 +831,8 @@ enum Node {
 /// Entries of a leaf, as parallel arrays (12 bytes an entry) inside the
 /// leaf's own block. A search's first probe of the scores needs no
 /// pointer read from the leaf: with `Vec`s it waited for one more
-/// dependent cache miss per leaf visited (BENCHMARKS.md, issue 4,
-/// session 10).
+/// dependent cache miss per leaf visited (docs/performance-log.md,
+/// issue 4, session 10).
 #[derive(Clone, Debug)]
 struct Leaf {
     len: usize,

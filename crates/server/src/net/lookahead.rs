@@ -8,15 +8,15 @@
 //! positions, and starts loading the keyspace memory each will read (see
 //! [`Keyspace::prefetch`]), so that the batch's cache misses overlap
 //! instead of coming one after the other. Pinned single-worker SET, GET,
-//! INCR and MSET at `-P 16` over 100K keys gained 23-62% (BENCHMARKS.md,
-//! issue 4, session 8).
+//! INCR and MSET at `-P 16` over 100K keys gained 23-62%
+//! (docs/performance-log.md, issue 4, session 8).
 //!
 //! What that look found is kept: each command's extent, argument ranges
 //! and table entry here ([`LookAhead::take`]), its keys' hashes in the
 //! store's [`hash_memo`]. Running the command then skips the parser, the
 //! name lookup and two of three key hashes (callgrind, pipelined GET:
-//! 2,229 -> 1,911 instructions per request; BENCHMARKS.md, issue 4,
-//! session 11).
+//! 2,229 -> 1,911 instructions per request; docs/performance-log.md,
+//! issue 4, session 11).
 //!
 //! [`Keyspace::prefetch`]: vireo_store::Keyspace::prefetch
 //! [`hash_memo`]: vireo_store::hash_memo
