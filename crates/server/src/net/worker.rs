@@ -592,16 +592,15 @@ impl Worker {
             if conn.paused {
                 to_resume.push(idx);
             }
-            if idle_ms >= IDLE_RELEASE_MS {
+            if idle_ms >= IDLE_RELEASE_MS && conn.holds_idle_buffers() {
                 to_release.push(idx);
             }
         }
         for idx in to_release {
             if let Some(conn) = self.conn_mut(idx) {
-                if conn.release_idle_buffers() {
-                    conn.account(&server);
-                    self.purge_pending = true;
-                }
+                conn.release_idle_buffers();
+                conn.account(&server);
+                self.purge_pending = true;
             }
         }
         // A purge walks the worker's heap (a few ms for hundreds of MB):
