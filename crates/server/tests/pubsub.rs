@@ -269,6 +269,31 @@ fn tracking_invalidates_resp3_and_redirected_resp2_clients() {
     assert_eq!(r2.call(&["CLIENT", "GETREDIR"]), format!(":{sink_id}\r\n"));
 }
 
+/// Scripts track as Redis 7.0 does: a read inside a script makes the caller
+/// track the script's declared keys, a script that only writes tracks
+/// nothing, and EVAL_RO alone (without a read inside) tracks nothing.
+#[test]
+fn scripts_track_their_declared_keys_when_they_read() {
+    let srv = common::Server::start(&["--io-threads", "2"]);
+    let mut writer = Raw::connect(srv.port);
+    let mut cache = Raw::connect(srv.port);
+    cache.call(&["HELLO", "3"]);
+    assert_eq!(cache.call(&["CLIENT", "TRACKING", "on"]), "+OK\r\n");
+    cache.call(&["EVAL", "redis.call('set', 'other', 'x')", "1", "w"]);
+    cache.call(&["EVAL_RO", "redis.call('ping')", "1", "p"]);
+    cache.call(&["EVAL", "redis.call('get', 'other')", "2", "d1", "d2"]);
+    // Only the read script's declared keys were tracked; `other` was read
+    // but not declared, `w` and `p` were declared by scripts that did not read.
+    for key in ["w", "p", "other", "d1"] {
+        writer.call(&["SET", key, "v"]);
+    }
+    assert_eq!(
+        cache.read(),
+        ">2\r\n$10\r\ninvalidate\r\n*1\r\n$2\r\nd1\r\n"
+    );
+    assert_eq!(cache.call(&["PING"]), "+PONG\r\n");
+}
+
 /// INFO's `tracking_clients` of a server.
 fn tracking_clients(c: &mut Raw) -> usize {
     let info = c.call(&["INFO", "clients"]);

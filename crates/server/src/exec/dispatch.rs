@@ -539,7 +539,14 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: CmdRef, args: Args<'_>) {
     if hooks != 0 {
         crate::exec::notify::flush_pending(ctx);
         let tracking = hooks & crate::exec::notify::hook::TRACKING != 0;
-        if tracking && spec.has(flags::READONLY) && !spec.has(flags::PUBSUB) {
+        // Scripts track differently (Redis's call()): a read inside one
+        // remembers the script's declared keys (ScriptHost::execute), and
+        // EVAL_RO / FCALL_RO themselves remember nothing.
+        if tracking
+            && spec.has(flags::READONLY)
+            && !spec.has(flags::PUBSUB | flags::SCRIPT)
+            && !ctx.session.in_script
+        {
             let keys = spec
                 .reported_keys(args)
                 .into_iter()

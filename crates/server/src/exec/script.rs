@@ -822,6 +822,8 @@ impl ScriptHost<'_, '_> {
         let hidden_unit = (!self.repl.aof).then(|| std::mem::take(&mut ctx.session.aof_unit));
         let dirty = ctx.dirty;
         dispatch::call(ctx, cmd, args);
+        self.track_declared_keys(cmd.spec);
+        let ctx = &mut *self.ctx;
         if let Some(unit) = hidden_unit {
             ctx.session.aof_unit = unit;
         }
@@ -831,6 +833,23 @@ impl ScriptHost<'_, '_> {
         ctx.session.in_script = in_script;
         ctx.deny_blocking = deny_blocking;
         std::mem::swap(ctx.out, &mut self.scratch);
+    }
+}
+
+impl ScriptHost<'_, '_> {
+    /// Client-side caching of a script's reads, as Redis 7.0 does it: when
+    /// a command the script runs reads, the caller tracks every key the
+    /// script declared (not the keys that command named).
+    fn track_declared_keys(&mut self, spec: &crate::cmd::CommandSpec) {
+        let ctx = &*self.ctx;
+        if ctx.hooks & crate::exec::notify::hook::TRACKING == 0
+            || !spec.has(flags::READONLY)
+            || spec.has(flags::PUBSUB)
+        {
+            return;
+        }
+        let keys = self.declared.iter().map(|k| (*k).into());
+        crate::exec::tracking::remember_keys(ctx.server, ctx.session, keys);
     }
 }
 
