@@ -317,3 +317,22 @@ fn struct_random_never_panics() {
         assert_eq!(out, ":1\r\n", "{fmt:?} {data:?} {pos}");
     }
 }
+
+/// Numbers within `f64::EPSILON` of an integer keep their value (upstream
+/// mlua read `1e-20` as 0; see vendor/mlua/VIREO.md): cjson and cmsgpack
+/// encode them as Redis does, and a table keyed by one can be packed.
+#[test]
+fn tiny_numbers_keep_their_value() {
+    assert_eq!(ev("return cjson.encode({1e-20})"), bulk("[1e-20]"));
+    // float 64 (0xcb) followed by 1e-20's IEEE bytes, as Redis packs it.
+    assert_eq!(
+        ev("local s = cmsgpack.pack(1e-20) return {#s, s:byte(1)}"),
+        "*2\r\n:9\r\n:203\r\n"
+    );
+    assert_eq!(
+        ev("local t = cmsgpack.unpack(cmsgpack.pack({[1e-20] = 82})) \
+            for k, v in pairs(t) do return {tostring(k), v} end"),
+        "*2\r\n$5\r\n1e-20\r\n:82\r\n"
+    );
+    assert_eq!(ev("return tostring(-0.0 + 1e-300)"), bulk("1e-300"));
+}
