@@ -55,8 +55,8 @@ pub mod reply;
 
 pub use args::{Args, ArgsIter, OwnedArgs};
 pub use number::{
-    format_double, format_long_double, parse_f64, parse_f64_lenient, parse_i64, parse_u64,
-    write_double, write_i64, write_u64,
+    format_double, parse_f64, parse_f64_lenient, parse_i64, parse_u64, write_double, write_i64,
+    write_u64,
 };
 pub use parse::{ParseLimits, Parser, ProtocolError};
 pub use peek::peek_command;

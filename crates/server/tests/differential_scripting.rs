@@ -18,8 +18,11 @@ fn call(rng: &mut fastrand::Rng) -> String {
     };
     let k = key(rng);
     let v = || format!("'{}'", fastrand::u8(..10));
+    // Numbers as arguments go through Lua's own number-to-string rules,
+    // tiny ones included (1e-20 once read as 0).
+    let number = ["ARGV[1]", "1e-20", "0.1 + 0.2", "3", "-2.5e300", "1/3"][rng.usize(..6)];
     let args = match rng.u8(..18) {
-        0 => format!("'set', {k}, ARGV[1]"),
+        0 => format!("'set', {k}, {number}"),
         1 => format!("'get', {k}"),
         2 => format!("'incr', {k}"),
         3 => format!("'incrbyfloat', {k}, '1.5'"),
@@ -49,13 +52,17 @@ fn body(rng: &mut fastrand::Rng) -> String {
         .map(|i| format!("local r{i} = {}", call(rng)))
         .collect();
     let last = format!("r{}", n - 1);
-    lines.push(match rng.u8(..7) {
+    lines.push(match rng.u8(..8) {
         0 => format!("return {last}"),
         1 => format!("return {{r0, {last}, 'x', 7}}"),
         2 => "return redis.status_reply('FINE')".to_owned(),
         3 => "return redis.error_reply('MYERR custom')".to_owned(),
         4 => format!("return type({last})"),
         5 => "return {1, 2.9, false, true, 'a'}".to_owned(),
+        6 => {
+            "return {cjson.encode({1e-20, 0.1, 1/3, 2^53, -0.0}), cmsgpack.pack(1e-20, 0.5, 2^40)}"
+                .to_owned()
+        }
         _ => format!("return cjson.encode({{v = {last}}})"),
     });
     lines.join("\n")

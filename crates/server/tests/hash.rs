@@ -211,9 +211,21 @@ fn hincrby_and_hincrbyfloat() {
         err(&mut c, &["HINCRBYFLOAT", "h", "nul", "1"]),
         "ERR hash value is not a float"
     );
+    // Long double arithmetic, as Redis: beyond f64's range is fine.
     ok(&mut c, &["HSET", "h", "huge", "1.7e308"]);
+    let redis::Value::BulkString(sum) = ok(&mut c, &["HINCRBYFLOAT", "h", "huge", "1.7e308"])
+    else {
+        panic!("not a bulk string");
+    };
+    assert_eq!(sum.len(), 309);
+    assert!(sum.starts_with(b"34000000000000000000627355605"));
     assert_eq!(
-        err(&mut c, &["HINCRBYFLOAT", "h", "huge", "1.7e308"]),
+        err(&mut c, &["HINCRBYFLOAT", "h", "huge", "1e5000"]),
+        "ERR value is not a valid float"
+    );
+    ok(&mut c, &["HSET", "h", "edge", "1.1e4932"]);
+    assert_eq!(
+        err(&mut c, &["HINCRBYFLOAT", "h", "edge", "1.1e4932"]),
         "ERR increment would produce NaN or Infinity"
     );
     // Errors on a missing key leave no key behind.

@@ -655,8 +655,15 @@ fn incrbyfloat() {
     let nan_inf = "ERR increment would produce NaN or Infinity";
     assert_eq!(err(&mut c, &["INCRBYFLOAT", "f", "inf"]), nan_inf);
     assert_eq!(err(&mut c, &["INCRBYFLOAT", "f", "-inf"]), nan_inf);
-    // (Redis computes in long double, so values beyond f64's range, such
-    // as 1e400, are left out: Vireo computes in f64.)
+    // Long double arithmetic, as Redis: 1e400 is a number, 1e5000 is not.
+    ok(&mut c, &["SET", "big", "0"]);
+    let redis::Value::BulkString(sum) = ok(&mut c, &["INCRBYFLOAT", "big", "1e400"]) else {
+        panic!("not a bulk string");
+    };
+    assert_eq!(sum.len(), 401);
+    assert!(sum.starts_with(b"100000000000000000002818806839"));
+    assert_eq!(err(&mut c, &["INCRBYFLOAT", "big", "1e5000"]), NOT_FLOAT);
+    assert_eq!(err(&mut c, &["INCRBYFLOAT", "big", "infinity"]), nan_inf);
     for bad in ["abc", " 1", "1 ", "nan", "", "1.5.5", "1,5"] {
         assert_eq!(
             err(&mut c, &["INCRBYFLOAT", "f", bad]),

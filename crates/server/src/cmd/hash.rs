@@ -9,12 +9,14 @@
 //! and writes to a missing key build the hash before storing it.
 
 use crate::exec::notify::class as ev;
-use vireo_resp::number::{format_long_double, parse_i64};
+use vireo_resp::number::parse_i64;
 use vireo_resp::{Args, Protocol, ReplyBuf};
 use vireo_store::hash::{Hash, HashLimits};
+use vireo_store::long_double::{
+    add_long_doubles, check_long_double, LongDoubleError, LongDoubleKind,
+};
 use vireo_store::{Keys, Value, ValueRef};
 
-use super::shared::parse_float;
 use super::shared::{parse_cursor, parse_scan_args};
 use super::{errors, flags::*, is, spec, CommandSpec, Ctx, KEY1};
 
@@ -398,23 +400,24 @@ fn hincrby(ctx: &mut Ctx<'_>, args: Args<'_>) {
 /// HINCRBYFLOAT key field increment: adds a float to the field (0 when
 /// missing), stores and replies the result as Redis prints long doubles.
 fn hincrbyfloat(ctx: &mut Ctx<'_>, args: Args<'_>) {
-    let Some(incr) = parse_float(args.get(3)) else {
+    let incr = args.get(3);
+    let Some(kind) = check_long_double(incr) else {
         return ctx.out.error(errors::NOT_FLOAT);
     };
-    if !incr.is_finite() {
+    if kind == LongDoubleKind::Infinite {
         return ctx.out.error("ERR value is NaN or Infinity");
     }
     incr_field(ctx, args, "hincrbyfloat", |old| {
-        let old = match old.map(parse_float) {
-            None => 0.0,
-            Some(Some(x)) => x,
-            Some(None) => return Incr::Fail("ERR hash value is not a float"),
-        };
-        let new = old + incr;
-        if new.is_finite() {
-            Incr::Text(format_long_double(new).into_bytes())
-        } else {
-            Incr::Fail("ERR increment would produce NaN or Infinity")
+        let old = old.unwrap_or(b"0");
+        if check_long_double(old).is_none() {
+            return Incr::Fail("ERR hash value is not a float");
+        }
+        match add_long_doubles(old, incr) {
+            Ok(text) => Incr::Text(text),
+            Err(LongDoubleError::NotFinite) => {
+                Incr::Fail("ERR increment would produce NaN or Infinity")
+            }
+            Err(LongDoubleError::Unprintable) => Incr::Fail("ERR hash value is not a float"),
         }
     });
 }

@@ -8,7 +8,6 @@
 
 use std::sync::atomic::Ordering;
 
-use vireo_resp::number::parse_f64;
 use vireo_resp::Args;
 use vireo_store::glob::glob_match;
 use vireo_store::list::End;
@@ -18,10 +17,6 @@ use vireo_store::Value;
 use super::{errors, is, text, Ctx};
 use crate::exec::notify::class as ev;
 use crate::net::session::Session;
-
-/// Redis refuses to parse numbers this long or longer as floats
-/// (`MAX_LONG_DOUBLE_CHARS`).
-pub const MAX_FLOAT_CHARS: usize = 5 * 1024;
 
 /// Replies a container's HELP text: the usage line, `lines`, then the HELP
 /// entry every container has, each as a status reply (Redis's
@@ -47,15 +42,6 @@ pub fn subcommand_syntax_error(ctx: &mut Ctx<'_>, args: Args<'_>) {
         text(args.get(0)).to_ascii_uppercase()
     );
     ctx.out.error(&msg);
-}
-
-/// A float as Redis's `string2ld` accepts it (strtod syntax, no spaces, no
-/// NaN, not too long). Shared with HINCRBYFLOAT.
-pub fn parse_float(b: &[u8]) -> Option<f64> {
-    if b.len() >= MAX_FLOAT_CHARS {
-        return None;
-    }
-    parse_f64(b)
 }
 
 /// How large a reply may grow before a command producing an unbounded
@@ -255,14 +241,5 @@ mod tests {
         assert_eq!(parse_cursor(b"1 "), None);
         assert_eq!(parse_cursor(b"1x"), None);
         assert_eq!(parse_cursor(b"0x10"), None);
-    }
-
-    #[test]
-    fn float_parsing_limits() {
-        assert_eq!(parse_float(b"1.5"), Some(1.5));
-        assert_eq!(parse_float(b" 1"), None);
-        assert_eq!(parse_float(b"nan"), None);
-        let long = format!("1{}", "0".repeat(MAX_FLOAT_CHARS));
-        assert_eq!(parse_float(long.as_bytes()), None);
     }
 }

@@ -16,11 +16,11 @@ use crate::exec::notify::class as ev;
 use std::ops::Range;
 use std::sync::atomic::Ordering;
 
-use vireo_resp::number::{format_long_double, parse_i64};
+use vireo_resp::number::parse_i64;
 use vireo_resp::{Args, ReplyBuf};
+use vireo_store::long_double::{add_long_doubles, check_long_double, LongDoubleError};
 use vireo_store::{Entry, Keys, StrRef, StrValue, Value, ValueRef};
 
-use super::shared::parse_float;
 use super::{errors, flags::*, is, spec, CommandSpec, Ctx, KeySpec, KEY1};
 
 /// This family's commands, with Redis 7.0's arities, flags and key triples.
@@ -751,32 +751,35 @@ fn decrby(ctx: &mut Ctx<'_>, args: Args<'_>) {
     }
 }
 
-/// The stored string read as a float, as INCRBYFLOAT does.
-fn str_as_float(s: StrRef<'_>) -> Option<f64> {
+/// The stored string's text when it is a number INCRBYFLOAT accepts.
+fn str_as_float_text(s: StrRef<'_>) -> Option<Vec<u8>> {
     match s {
-        StrRef::Int(n) => Some(n as f64),
-        StrRef::Bytes { data, .. } => parse_float(data),
+        StrRef::Int(n) => Some(n.to_string().into_bytes()),
+        StrRef::Bytes { data, .. } => check_long_double(data).map(|_| data.to_vec()),
     }
 }
 
 /// INCRBYFLOAT key increment: adds a float to the value (0 if missing),
 /// keeping the TTL; the result is stored and replied as Redis prints it
-/// (positional notation, no trailing zeros).
+/// (its long double sum, positional notation, no trailing zeros).
 fn incrbyfloat(ctx: &mut Ctx<'_>, args: Args<'_>) {
     let key = args.get(1);
     let old = match write_entry(&mut ctx.keys, ctx.db, key) {
         Err(WrongType) => return ctx.out.error(errors::WRONGTYPE),
-        Ok(None) => Some(0.0),
-        Ok(Some(e)) => e.as_str().and_then(str_as_float),
+        Ok(None) => Some(b"0".to_vec()),
+        Ok(Some(e)) => e.as_str().and_then(str_as_float_text),
     };
-    let (Some(old), Some(incr)) = (old, parse_float(args.get(2))) else {
+    let incr = args.get(2);
+    let (Some(old), Some(_)) = (old, check_long_double(incr)) else {
         return ctx.out.error(errors::NOT_FLOAT);
     };
-    let new = old + incr;
-    if !new.is_finite() {
-        return ctx.out.error("ERR increment would produce NaN or Infinity");
-    }
-    let text = format_long_double(new).into_bytes();
+    let text = match add_long_doubles(&old, incr) {
+        Ok(text) => text,
+        Err(LongDoubleError::NotFinite) => {
+            return ctx.out.error("ERR increment would produce NaN or Infinity")
+        }
+        Err(LongDoubleError::Unprintable) => return ctx.out.error(errors::NOT_FLOAT),
+    };
     ctx.out.bulk(&text);
     ctx.propagate(&[b"SET", key, &text, b"KEEPTTL"]);
     // Redis stores the printed form as a plain string object (not `int`).
@@ -1349,10 +1352,14 @@ mod tests {
 
     #[test]
     fn stored_strings_read_as_floats() {
-        assert_eq!(str_as_float(StrRef::Int(-3)), Some(-3.0));
+        assert_eq!(str_as_float_text(StrRef::Int(-3)), Some(b"-3".to_vec()));
         assert_eq!(
-            str_as_float(StrValue::from_bytes(b"2.5e1").as_ref()),
-            Some(25.0)
+            str_as_float_text(StrValue::from_bytes(b"2.5e1").as_ref()),
+            Some(b"2.5e1".to_vec())
+        );
+        assert_eq!(
+            str_as_float_text(StrValue::from_bytes(b"x1").as_ref()),
+            None
         );
     }
 }
