@@ -1378,13 +1378,14 @@ fn normalise_special(name: &str, raw: &str) -> Result<String, String> {
             }
         }
         "latency-tracking-info-percentiles" => {
+            let mut shown = Vec::with_capacity(words.len());
             for w in &words {
                 match w.parse::<f64>() {
-                    Ok(v) if (0.0..=100.0).contains(&v) => {}
+                    Ok(v) if (0.0..=100.0).contains(&v) => shown.push(percentile_text(v)),
                     _ => return Err("latency-tracking-info-percentiles parameter should be between 0.0 and 100.0".into()),
                 }
             }
-            Ok(words.join(" "))
+            Ok(shown.join(" "))
         }
         "maxmemory-clients" => {
             const BAD: &str = "argument must be a memory or percent value";
@@ -1528,12 +1529,28 @@ pub fn split_args(line: &str) -> Option<Vec<String>> {
     }
 }
 
+/// A percentile as Redis shows it in CONFIG GET: `%f` with trailing zeros
+/// and a bare `.` removed (`50.0` → `50`, `99.9` → `99.9`).
+fn percentile_text(v: f64) -> String {
+    let text = format!("{v:.6}");
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn args(a: &[&str]) -> Vec<String> {
         a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn percentiles_show_as_redis_prints_them() {
+        assert_eq!(percentile_text(0.0), "0");
+        assert_eq!(percentile_text(50.0), "50");
+        assert_eq!(percentile_text(99.9), "99.9");
+        assert_eq!(percentile_text(99.9999), "99.9999");
+        assert_eq!(percentile_text(10.0), "10");
     }
 
     #[test]

@@ -536,6 +536,10 @@ fn commandstats_and_errorstats_count() {
     let set = cmdstat(&mut c, "set").unwrap();
     assert!(set.starts_with("calls=3,usec="), "{set}");
     assert!(set.ends_with(",rejected_calls=0,failed_calls=0"));
+    // A known command with the wrong arity is a rejected call of it.
+    c.cmd(&["GET"]);
+    let get = cmdstat(&mut c, "get").unwrap();
+    assert!(get.ends_with(",rejected_calls=1,failed_calls=0"), "{get}");
     assert!(cmdstat(&mut c, "get").unwrap().starts_with("calls=1,"));
     let kill = cmdstat(&mut c, "client|kill").unwrap();
     assert!(
@@ -554,11 +558,11 @@ fn commandstats_and_errorstats_count() {
     let errors = body(&c.cmd(&["INFO", "errorstats"])).to_string();
     assert_eq!(
         errors,
-        "# Errorstats\r\nerrorstat_ERR:count=2\r\nerrorstat_WRONGPASS:count=1\r\n"
+        "# Errorstats\r\nerrorstat_ERR:count=3\r\nerrorstat_WRONGPASS:count=1\r\n"
     );
     assert_eq!(
         info_field(body(&c.cmd(&["INFO", "stats"])), "total_error_replies").as_deref(),
-        Some("3")
+        Some("4")
     );
     let stats = body(&c.cmd(&["INFO", "stats"])).to_string();
     assert!(

@@ -45,8 +45,9 @@ pub fn run(
 ) -> Outcome {
     let cmd = match resolve(args, known) {
         Ok(c) => c,
-        Err(msg) => {
-            reject(server, session, out, None, &msg);
+        Err((found, msg)) => {
+            // A known command with the wrong arity counts as rejected.
+            reject(server, session, out, found, &msg);
             return Outcome::Done;
         }
     };
@@ -245,9 +246,9 @@ fn record_for_events(keys: &mut Keys<'_>, hooks: u32) {
 }
 
 /// Finds the command (and subcommand) and checks its arity; Err is the
-/// error reply. `known` is the table's entry for the name when the caller
-/// looked it up already.
-fn resolve(args: Args<'_>, known: Option<CmdRef>) -> Result<CmdRef, String> {
+/// error reply, with the command when it exists (a wrong arity). `known`
+/// is the table's entry for the name when the caller looked it up already.
+fn resolve(args: Args<'_>, known: Option<CmdRef>) -> Result<CmdRef, (Option<CmdRef>, String)> {
     let t = table();
     let name = args.get(0);
     let Some(mut cmd) = known.or_else(|| t.lookup(name)) else {
@@ -262,8 +263,9 @@ fn resolve(args: Args<'_>, known: Option<CmdRef>) -> Result<CmdRef, String> {
             shown.push_str(&format!("'{a}' "));
         }
         let name: String = String::from_utf8_lossy(name).chars().take(128).collect();
-        return Err(format!(
-            "ERR unknown command '{name}', with args beginning with: {shown}"
+        return Err((
+            None,
+            format!("ERR unknown command '{name}', with args beginning with: {shown}"),
         ));
     };
     if !cmd.spec.subcommands.is_empty() && args.len() >= 2 {
@@ -271,22 +273,21 @@ fn resolve(args: Args<'_>, known: Option<CmdRef>) -> Result<CmdRef, String> {
         cmd = match t.lookup_sub(cmd.spec, sub) {
             Some(c) => c,
             None => {
-                return Err(format!(
-                    "ERR unknown subcommand '{}'. Try {} HELP.",
-                    String::from_utf8_lossy(sub)
-                        .chars()
-                        .take(128)
-                        .collect::<String>(),
-                    cmd.spec.name.to_ascii_uppercase()
-                ))
+                let sub: String = String::from_utf8_lossy(sub).chars().take(128).collect();
+                let name = cmd.spec.name.to_ascii_uppercase();
+                return Err((
+                    None,
+                    format!("ERR unknown subcommand '{sub}'. Try {name} HELP."),
+                ));
             }
         };
     }
     if !cmd.spec.arity_ok(args.len()) {
-        return Err(format!(
+        let msg = format!(
             "ERR wrong number of arguments for '{}' command",
             cmd.spec.name
-        ));
+        );
+        return Err((Some(cmd), msg));
     }
     Ok(cmd)
 }
