@@ -162,6 +162,31 @@ fn reload_and_loadaof_keep_the_dataset() {
     );
 }
 
+/// DEBUG RELOAD empties the libraries with the keys (Redis's emptyData);
+/// NOFLUSH then finds the library loaded and fails, and MERGE lets the
+/// file's copy replace it.
+#[test]
+fn reload_replaces_function_libraries_only_when_merging() {
+    let s = Server::start(&["--enable-debug-command", "yes"]);
+    let mut c = s.conn();
+    let lib = "#!lua name=test\nredis.register_function('test', function() return 'hello' end)";
+    ok(&mut c, &["FUNCTION", "LOAD", lib]);
+    ok(&mut c, &["DEBUG", "RELOAD"]);
+    assert_eq!(
+        ok(&mut c, &["FCALL", "test", "0"]),
+        redis::Value::BulkString(b"hello".to_vec())
+    );
+    assert_eq!(
+        err(&mut c, &["DEBUG", "RELOAD", "NOFLUSH"]),
+        "ERR Error trying to load the RDB dump"
+    );
+    ok(&mut c, &["DEBUG", "RELOAD", "NOSAVE", "NOFLUSH", "MERGE"]);
+    assert_eq!(
+        ok(&mut c, &["FCALL", "test", "0"]),
+        redis::Value::BulkString(b"hello".to_vec())
+    );
+}
+
 #[test]
 fn populate_object_protocol_and_sleep() {
     let s = Server::start(&["--enable-debug-command", "yes"]);

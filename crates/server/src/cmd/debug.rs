@@ -480,10 +480,11 @@ fn positive_arg(ctx: &mut Ctx<'_>, arg: &[u8]) -> Option<u64> {
 /// DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]: saves the dump, empties the
 /// dataset and loads the dump back.
 fn reload(ctx: &mut Ctx<'_>, args: Args<'_>) {
-    let (mut flush, mut save) = (true, true);
+    let (mut flush, mut save, mut merge) = (true, true, false);
     for opt in args.iter().skip(2) {
         if is(opt, "merge") {
-            // Loading replaces keys that exist already, which is MERGE.
+            // Keys are replaced either way; MERGE lets libraries be too.
+            merge = true;
         } else if is(opt, "noflush") {
             flush = false;
         } else if is(opt, "nosave") {
@@ -501,8 +502,10 @@ fn reload(ctx: &mut Ctx<'_>, args: Args<'_>) {
     }
     if flush {
         empty_data(ctx);
+        // Redis's emptyData drops the function libraries too.
+        crate::exec::script::function_flush(ctx.server, ctx.session.shared.worker);
     }
-    match rdb::load_dump(ctx.server) {
+    match rdb::load_dump(ctx.server, merge) {
         Ok(()) => {
             tracing::warn!("DB reloaded by DEBUG RELOAD");
             ctx.out.ok();

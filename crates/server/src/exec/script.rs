@@ -591,14 +591,14 @@ pub fn function_restore(
     })
 }
 
-/// Loads a library read from an RDB file or AOF base (start-up): `replace`
-/// lets a later copy win, as Redis's RDB loading allows duplicates only
-/// when asked.
-pub fn function_load_persisted(server: &Server, code: &[u8]) -> Result<(), String> {
+/// Loads a library read from an RDB file or AOF base: `replace` lets it
+/// replace a loaded library of the same name, as Redis's RDB loading
+/// allows duplicates only when asked (DEBUG RELOAD MERGE).
+pub fn function_load_persisted(server: &Server, code: &[u8], replace: bool) -> Result<(), String> {
     let name =
         build_functions(std::iter::empty())?.load(code, false, Duration::ZERO, &mut LoadHost)?;
     change_libraries(server, usize::MAX, |current| {
-        if current.contains_key(&name) {
+        if !replace && current.contains_key(&name) {
             return Err(format!("ERR Library '{name}' already exists"));
         }
         let mut next = current.clone();

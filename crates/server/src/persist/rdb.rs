@@ -635,6 +635,17 @@ pub struct LoadStats {
 /// does. A key that exists is replaced. Also returns the offset just past
 /// the RDB image (an AOF base may go on with commands).
 pub fn load_stream(server: &Server, reader: impl Read) -> Result<(LoadStats, u64), String> {
+    load_stream_merging(server, reader, false)
+}
+
+/// [`load_stream`], where `replace_functions` lets a library in the stream
+/// replace a loaded one of the same name (Redis's `RDBFLAGS_ALLOW_DUP`,
+/// DEBUG RELOAD MERGE); without it such a library fails the load.
+pub fn load_stream_merging(
+    server: &Server,
+    reader: impl Read,
+    replace_functions: bool,
+) -> Result<(LoadStats, u64), String> {
     let state = &server.rdb;
     let reader = CountingReader {
         inner: io::BufReader::with_capacity(1 << 20, reader),
@@ -660,7 +671,7 @@ pub fn load_stream(server: &Server, reader: impl Read) -> Result<(LoadStats, u64
                 }
             }
             Item::Function { code } => {
-                crate::exec::script::function_load_persisted(server, &code)
+                crate::exec::script::function_load_persisted(server, &code, replace_functions)
                     .map_err(|e| format!("Failed loading library: {e}"))?;
             }
             Item::ResizeDb { .. } | Item::ModuleAux { .. } => {}
@@ -716,11 +727,12 @@ fn log_aux(key: &[u8], value: &[u8]) {
 }
 
 /// Loads the dump file into the running server (DEBUG RELOAD): keys in
-/// the file replace those of the same name. Err says what failed.
-pub fn load_dump(server: &Server) -> Result<(), String> {
+/// the file replace those of the same name, libraries too when `merge`.
+/// Err says what failed.
+pub fn load_dump(server: &Server, merge: bool) -> Result<(), String> {
     let path = dump_path(server);
     let file = File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let (stats, _) = load_stream(server, file)?;
+    let (stats, _) = load_stream_merging(server, file, merge)?;
     tracing::info!(
         "Done loading RDB, keys loaded: {}, keys expired: {}.",
         stats.loaded,
