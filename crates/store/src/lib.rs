@@ -19,6 +19,7 @@ pub mod hll;
 mod key_table;
 pub mod keyspace;
 pub mod list;
+pub mod module;
 mod open_table;
 pub mod rdb;
 pub mod set;
