@@ -24,7 +24,7 @@ use rusqlite::{ffi, Connection, OpenFlags, MAIN_DB};
 
 use crate::payload::{self, Parts};
 use crate::stmt::Prepared;
-use crate::{Access, Output, RunLimits, SqlError};
+use crate::{Access, Output, Ran, RunLimits, SqlError};
 
 /// Ad-hoc statements kept compiled per database; the cache is emptied when
 /// full (clients that send many distinct texts gain nothing from it).
@@ -141,13 +141,14 @@ impl Database {
 
     /// Runs `sql` (one or more `;`-separated statements) with no
     /// arguments, compiling it once per text.
-    pub fn exec(&self, sql: &[u8], access: Access, limits: RunLimits) -> Result<Output, SqlError> {
+    pub fn exec(&self, sql: &[u8], access: Access, limits: RunLimits) -> Ran {
         let mut inner = self.inner.lock();
         let db = handle(&inner.conn);
         if !inner.adhoc.contains_key(sql) {
             // SAFETY: the statements are stored beside the connection
             // they were compiled on and dropped before it.
-            match unsafe { Prepared::new(db, sql) } {
+            let compiled = unsafe { Prepared::new(db, sql) };
+            match compiled {
                 Ok(prepared) => {
                     if inner.adhoc.len() >= ADHOC_CACHE_MAX {
                         inner.adhoc.clear();
@@ -158,21 +159,21 @@ impl Database {
                     // A script whose statements depend on each other (or
                     // a real error, which running it reports): compile
                     // each statement as it comes, uncached.
-                    let out = self.with_deadline(limits, || {
+                    let ran = self.tracked(db, access, limits, || {
                         // SAFETY: db is open and locked.
                         unsafe {
                             crate::stmt::run_script(db, sql, access == Access::ReadOnly, limits)
                         }
                     });
                     self.measure(&inner);
-                    return out;
+                    return ran;
                 }
             }
         }
         let prepared = &inner.adhoc[sql];
-        let out = self.run(db, prepared, &[], access, limits);
+        let ran = self.run(db, prepared, &[], access, limits);
         self.measure(&inner);
-        out
+        ran
     }
 
     /// Runs the named statement with `args` bound to `?1`, `?2`, ….
@@ -182,14 +183,19 @@ impl Database {
         args: &[&[u8]],
         access: Access,
         limits: RunLimits,
-    ) -> Result<Output, SqlError> {
+    ) -> Ran {
         let inner = self.inner.lock();
-        let named = inner.named.get(name).ok_or(SqlError::NoStatement(
-            "The statement is not present in the database",
-        ))?;
-        let out = self.run(handle(&inner.conn), &named.prepared, args, access, limits);
+        let Some(named) = inner.named.get(name) else {
+            return Ran {
+                result: Err(SqlError::NoStatement(
+                    "The statement is not present in the database",
+                )),
+                wrote: false,
+            };
+        };
+        let ran = self.run(handle(&inner.conn), &named.prepared, args, access, limits);
         self.measure(&inner);
-        out
+        ran
     }
 
     /// Runs `prepared` under the time limit.
@@ -200,23 +206,40 @@ impl Database {
         args: &[&[u8]],
         access: Access,
         limits: RunLimits,
-    ) -> Result<Output, SqlError> {
+    ) -> Ran {
         if access == Access::ReadOnly && !prepared.is_read_only() {
-            return Err(SqlError::NotReadOnly);
+            return Ran {
+                result: Err(SqlError::NotReadOnly),
+                wrote: false,
+            };
         }
         // SAFETY: `prepared` was compiled on `db`, whose mutex the caller holds.
-        self.with_deadline(limits, || unsafe { prepared.run(db, args, limits) })
+        self.tracked(db, access, limits, || unsafe {
+            prepared.run(db, args, limits)
+        })
     }
 
-    /// Runs `f` with the progress handler's deadline set from `limits`.
-    fn with_deadline<T>(&self, limits: RunLimits, f: impl FnOnce() -> T) -> T {
+    /// Runs `f` under the deadline `limits` sets for the progress handler,
+    /// and tells whether it must be logged (see [`Ran`]).
+    fn tracked(
+        &self,
+        db: *mut ffi::sqlite3,
+        access: Access,
+        limits: RunLimits,
+        f: impl FnOnce() -> Result<Output, SqlError>,
+    ) -> Ran {
         let deadline = limits
             .time_limit
             .map_or(0, |t| now_ns().saturating_add(t.as_nanos() as u64).max(1));
+        // SAFETY: db is open and locked by the caller.
+        let changes_before = unsafe { ffi::sqlite3_total_changes64(db) };
         self.deadline_ns.store(deadline, Ordering::Relaxed);
-        let out = f();
+        let result = f();
         self.deadline_ns.store(0, Ordering::Relaxed);
-        out
+        // SAFETY: as above.
+        let changed = unsafe { ffi::sqlite3_total_changes64(db) } != changes_before;
+        let wrote = access == Access::ReadWrite && (result.is_ok() || changed);
+        Ran { result, wrote }
     }
 
     /// Defines statement `name` (CREATE_STATEMENT), or replaces it when
@@ -332,7 +355,11 @@ impl Database {
             Some(p) => {
                 let path = crate::path::resolve(p)?;
                 let file = Database::open_file(&path)?;
-                mem.copy_into(&file)?;
+                // No image (the save could not read the database): the
+                // file's own content stands.
+                if !parts.image.is_empty() {
+                    mem.copy_into(&file)?;
+                }
                 file
             }
         };
@@ -471,7 +498,7 @@ mod tests {
     };
 
     fn exec(db: &Database, sql: &str) -> Result<Output, SqlError> {
-        db.exec(sql.as_bytes(), Access::ReadWrite, LIMITS)
+        db.exec(sql.as_bytes(), Access::ReadWrite, LIMITS).result
     }
 
     #[test]
@@ -519,7 +546,9 @@ mod tests {
     fn read_only_access_refuses_writes_before_running() {
         let db = Database::open_memory().unwrap();
         exec(&db, "CREATE TABLE t(a)").unwrap();
-        let r = db.exec(b"INSERT INTO t VALUES(1)", Access::ReadOnly, LIMITS);
+        let r = db
+            .exec(b"INSERT INTO t VALUES(1)", Access::ReadOnly, LIMITS)
+            .result;
         assert_eq!(r, Err(SqlError::NotReadOnly));
         assert_eq!(
             exec(&db, "SELECT count(*) FROM t").unwrap(),
@@ -547,7 +576,8 @@ mod tests {
         let args: Vec<Vec<u8>> = vec![b"7".to_vec(), b"seven".to_vec()];
         let refs: Vec<&[u8]> = args.iter().map(|a| &a[..]).collect();
         assert_eq!(
-            db.exec_statement(b"ins", &refs, Access::ReadWrite, LIMITS),
+            db.exec_statement(b"ins", &refs, Access::ReadWrite, LIMITS)
+                .result,
             Ok(Output::Done(1))
         );
         // The bindings were cleared: dropping the arguments is safe and a
@@ -555,13 +585,16 @@ mod tests {
         drop(refs);
         drop(args);
         db.exec_statement(b"ins", &[b"8", b"eight"], Access::ReadWrite, LIMITS)
+            .result
             .unwrap();
         assert_eq!(
-            db.exec_statement(b"ins", &[b"1"], Access::ReadWrite, LIMITS),
+            db.exec_statement(b"ins", &[b"1"], Access::ReadWrite, LIMITS)
+                .result,
             Err(SqlError::Misuse(crate::PARAMETER_MISUSE))
         );
         assert_eq!(
-            db.exec_statement(b"ins", &[b"1", b"2"], Access::ReadOnly, LIMITS),
+            db.exec_statement(b"ins", &[b"1", b"2"], Access::ReadOnly, LIMITS)
+                .result,
             Err(SqlError::NotReadOnly)
         );
         let out = exec(&db, "SELECT a, b FROM t ORDER BY a").unwrap();
@@ -587,7 +620,7 @@ mod tests {
         let forever =
             b"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c";
         assert_eq!(
-            db.exec(forever, Access::ReadOnly, limits),
+            db.exec(forever, Access::ReadOnly, limits).result,
             Err(SqlError::Interrupted)
         );
         // The database is usable afterwards.
@@ -612,7 +645,7 @@ mod tests {
             Access::ReadOnly,
             limits,
         );
-        assert_eq!(r, Err(SqlError::ResultTooLarge));
+        assert_eq!(r.result, Err(SqlError::ResultTooLarge));
     }
 
     #[test]
@@ -628,19 +661,22 @@ mod tests {
             rows: vec![vec![Cell::Int(42)]],
         };
         assert_eq!(
-            back.exec_statement(b"get", &[], Access::ReadOnly, LIMITS),
+            back.exec_statement(b"get", &[], Access::ReadOnly, LIMITS)
+                .result,
             Ok(want.clone())
         );
         let copy = db.duplicate().unwrap();
         exec(&db, "DELETE FROM t").unwrap();
         assert_eq!(
-            copy.exec_statement(b"get", &[], Access::ReadOnly, LIMITS),
+            copy.exec_statement(b"get", &[], Access::ReadOnly, LIMITS)
+                .result,
             Ok(want.clone())
         );
         let dst = Database::open_memory().unwrap();
         copy.copy_into(&dst).unwrap();
         assert_eq!(
-            dst.exec_statement(b"get", &[], Access::ReadOnly, LIMITS),
+            dst.exec_statement(b"get", &[], Access::ReadOnly, LIMITS)
+                .result,
             Ok(want)
         );
         assert!(dst.memory_bytes() > 0);

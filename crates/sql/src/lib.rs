@@ -16,15 +16,19 @@
 //!   allocator, so the server's counting allocator (used_memory,
 //!   maxmemory) sees them.
 //! - [`path`]: where a file-backed database may live (under `dir`).
+//! - `value.rs`: a database as the store's module value (TYPE, RDB id,
+//!   payload, deep copy) and the decoder [`register`] installs.
 
 mod database;
 pub mod memory;
 pub mod path;
 pub mod payload;
 mod stmt;
+mod value;
 
 pub use database::Database;
 pub use stmt::PARAMETER_MISUSE;
+pub use value::{database_of, register, wrap, MODULE_ID, TYPE_NAME};
 
 use std::time::Duration;
 
@@ -71,6 +75,19 @@ pub enum Output {
         /// Rows, each as long as `columns`.
         rows: Vec<Vec<Cell>>,
     },
+}
+
+/// What a run produced, and whether it may have changed the database
+/// (so the command is logged for persistence): any successful read-write
+/// run (even a SELECT through EXEC: transaction statements like BEGIN and
+/// ROLLBACK count as read-only to SQLite yet matter to a replay), or a
+/// failed one that changed rows before it failed.
+#[derive(Debug)]
+pub struct Ran {
+    /// The output or the error.
+    pub result: Result<Output, SqlError>,
+    /// True when the run must be logged.
+    pub wrote: bool,
 }
 
 /// Bounds on one run.

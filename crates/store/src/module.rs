@@ -32,6 +32,9 @@ pub trait ModuleType: Send + Sync + std::fmt::Debug + 'static {
     fn duplicate(&self) -> Result<ModuleValue, String>;
     /// The concrete value, for the commands of its type.
     fn as_any(&self) -> &dyn Any;
+    /// The shared value as `Any`, so a command can hold its concrete `Arc`
+    /// (`Arc::downcast`) after letting go of the shard lock.
+    fn into_any_arc(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
 }
 
 /// A module value as the keyspace holds it. Cloning copies the value deep

@@ -743,6 +743,9 @@ impl crate::module::ModuleType for Blob {
     fn as_any(&self) -> &dyn std::any::Any {
         self
     }
+    fn into_any_arc(self: std::sync::Arc<Self>) -> std::sync::Arc<dyn std::any::Any + Send + Sync> {
+        self
+    }
 }
 
 fn module_blob(b: &[u8]) -> crate::module::ModuleValue {
@@ -787,6 +790,11 @@ fn module_values_round_trip_through_dump_and_are_refused_without_their_module() 
             Err("no".into())
         }
         fn as_any(&self) -> &dyn std::any::Any {
+            self
+        }
+        fn into_any_arc(
+            self: std::sync::Arc<Self>,
+        ) -> std::sync::Arc<dyn std::any::Any + Send + Sync> {
             self
         }
     }
