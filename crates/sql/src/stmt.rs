@@ -28,10 +28,54 @@ pub const PARAMETER_MISUSE: &str = "RediSQL MISUSE, only parameters in the form 
 struct RawStmt(ptr::NonNull<ffi::sqlite3_stmt>);
 
 impl RawStmt {
+    /// True when the statement neither writes nor controls a transaction.
+    /// SQLite counts BEGIN, COMMIT, ROLLBACK, SAVEPOINT and RELEASE as
+    /// read-only, but a read-only command (QUERY) must not run them: it is
+    /// not logged, and a transaction it opened or closed would make the
+    /// AOF replay differ.
     fn is_read_only(&self) -> bool {
-        // SAFETY: a RawStmt is a live compiled statement.
-        unsafe { ffi::sqlite3_stmt_readonly(self.0.as_ptr()) != 0 }
+        // SAFETY: a RawStmt is a live compiled statement; sqlite3_sql's text
+        // lives as long as the statement and is read at once.
+        unsafe {
+            let s = self.0.as_ptr();
+            if ffi::sqlite3_stmt_readonly(s) == 0 {
+                return false;
+            }
+            let text = ffi::sqlite3_sql(s);
+            text.is_null() || !is_transaction_control(CStr::from_ptr(text).to_bytes())
+        }
     }
+}
+
+/// Whether `sql`'s first keyword (after blanks and comments) starts a
+/// transaction statement.
+fn is_transaction_control(sql: &[u8]) -> bool {
+    let mut rest = sql;
+    loop {
+        rest = rest.trim_ascii_start();
+        if let Some(r) = rest.strip_prefix(b"--") {
+            rest = r
+                .iter()
+                .position(|&c| c == b'\n')
+                .map_or(&[][..], |i| &r[i..]);
+        } else if let Some(r) = rest.strip_prefix(b"/*") {
+            rest = r
+                .windows(2)
+                .position(|w| w == b"*/")
+                .map_or(&[][..], |i| &r[i + 2..]);
+        } else {
+            break;
+        }
+    }
+    let word: Vec<u8> = rest
+        .iter()
+        .take_while(|c| c.is_ascii_alphabetic())
+        .map(u8::to_ascii_uppercase)
+        .collect();
+    matches!(
+        &word[..],
+        b"BEGIN" | b"COMMIT" | b"END" | b"ROLLBACK" | b"SAVEPOINT" | b"RELEASE"
+    )
 }
 
 impl Drop for RawStmt {
@@ -337,6 +381,35 @@ unsafe fn column_bytes(s: *mut ffi::sqlite3_stmt, i: c_int, text: bool) -> Vec<u
             Vec::new()
         } else {
             std::slice::from_raw_parts(p, len).to_vec()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_transaction_control;
+
+    #[test]
+    fn transaction_statements_are_recognised_past_comments() {
+        for sql in [
+            "BEGIN",
+            " commit;",
+            "-- c\nROLLBACK TO x",
+            "/* a */ savepoint s",
+            "End",
+            "release s",
+        ] {
+            assert!(is_transaction_control(sql.as_bytes()), "{sql}");
+        }
+        for sql in [
+            "SELECT 1",
+            "beginning",
+            "",
+            "-- BEGIN",
+            "/* BEGIN */ SELECT 1",
+            "/* open",
+        ] {
+            assert!(!is_transaction_control(sql.as_bytes()), "{sql}");
         }
     }
 }
