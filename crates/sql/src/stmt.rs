@@ -385,6 +385,24 @@ unsafe fn column_bytes(s: *mut ffi::sqlite3_stmt, i: c_int, text: bool) -> Vec<u
     }
 }
 
+/// The connection's last error as a [`SqlError`] (interrupts apart).
+///
+/// # Safety
+/// `db` is an open connection.
+pub(crate) unsafe fn last_error(db: *mut ffi::sqlite3) -> SqlError {
+    // SAFETY: db is open; the message is copied at once.
+    unsafe {
+        if ffi::sqlite3_errcode(db) == ffi::SQLITE_INTERRUPT {
+            return SqlError::Interrupted;
+        }
+        let p = ffi::sqlite3_errmsg(db);
+        if p.is_null() {
+            return SqlError::Sql("unknown error".into());
+        }
+        SqlError::Sql(CStr::from_ptr(p).to_string_lossy().into_owned())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::is_transaction_control;
@@ -411,23 +429,5 @@ mod tests {
         ] {
             assert!(!is_transaction_control(sql.as_bytes()), "{sql}");
         }
-    }
-}
-
-/// The connection's last error as a [`SqlError`] (interrupts apart).
-///
-/// # Safety
-/// `db` is an open connection.
-pub(crate) unsafe fn last_error(db: *mut ffi::sqlite3) -> SqlError {
-    // SAFETY: db is open; the message is copied at once.
-    unsafe {
-        if ffi::sqlite3_errcode(db) == ffi::SQLITE_INTERRUPT {
-            return SqlError::Interrupted;
-        }
-        let p = ffi::sqlite3_errmsg(db);
-        if p.is_null() {
-            return SqlError::Sql("unknown error".into());
-        }
-        SqlError::Sql(CStr::from_ptr(p).to_string_lossy().into_owned())
     }
 }
