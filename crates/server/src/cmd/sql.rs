@@ -25,7 +25,11 @@
 //! Persistence: writes propagate as executed (statements are replayed),
 //! except CREATE_DB of a file, which propagates as a RESTORE of the
 //! database as opened, so a replay starts from the file's content then.
-//! A run that passes `sql-time-limit` is interrupted by SQLite.
+//! A run that passes `sql-time-limit` is interrupted by SQLite. A query
+//! occupies the worker thread that runs it (as a script does): other keys
+//! are served by the other workers and by this one once it returns; a
+//! client that disconnects meanwhile is noticed only afterwards, so the
+//! time limit, not the disconnect, is what stops a runaway statement.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -158,10 +162,16 @@ fn count(which: Stat, ok: bool) {
 }
 
 /// The limits a run observes: `sql-time-limit`, and a result no larger
-/// than `proto-max-bulk-len` (a bound on what one reply may build).
+/// than `proto-max-bulk-len` (a bound on what one reply may build). A
+/// replay (AOF loading) has no time limit: a statement that completed
+/// once must complete again, however slow the machine is now.
 fn limits(ctx: &Ctx<'_>) -> RunLimits {
     let hot = &ctx.server.config.hot;
-    let ms = hot.sql_time_limit.load(Ordering::Relaxed);
+    let ms = if ctx.session.replaying {
+        0
+    } else {
+        hot.sql_time_limit.load(Ordering::Relaxed)
+    };
     RunLimits {
         max_result_bytes: usize::try_from(hot.proto_max_bulk_len.load(Ordering::Relaxed))
             .unwrap_or(usize::MAX),
