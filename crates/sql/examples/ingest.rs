@@ -9,7 +9,10 @@ use std::time::Instant;
 use vireo_sql::{Access, Database, RunLimits};
 
 fn main() {
-    let args: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
+    let args: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
     let row = args.first().copied().unwrap_or(102_400);
     let rows = args.get(1).copied().unwrap_or(2_000);
     let page = args.get(2).copied();
@@ -25,11 +28,17 @@ fn main() {
     let db = Database::open_memory().expect("open");
     if let Some(p) = page {
         let pragma = format!("PRAGMA page_size={p}");
-        db.exec(pragma.as_bytes(), Access::ReadWrite, limits).result.expect("page size");
+        db.exec(pragma.as_bytes(), Access::ReadWrite, limits)
+            .result
+            .expect("page size");
     }
-    db.exec(b"CREATE TABLE big(id INTEGER, data BLOB)", Access::ReadWrite, limits)
-        .result
-        .expect("create");
+    db.exec(
+        b"CREATE TABLE big(id INTEGER, data BLOB)",
+        Access::ReadWrite,
+        limits,
+    )
+    .result
+    .expect("create");
     db.define_statement(b"ins", b"INSERT INTO big VALUES(?1, ?2)", false)
         .expect("statement");
     let data = vec![b'x'; row];
