@@ -735,3 +735,29 @@ fn used_memory_counts_sqlite_and_statistics_count_calls() {
     };
     assert!(String::from_utf8_lossy(&v).contains("SQLite 3."));
 }
+
+#[test]
+fn resp3_clients_get_doubles_and_a_statistics_map() {
+    let srv = Server::start(&[]);
+    let client =
+        redis::Client::open(format!("redis://127.0.0.1:{}/?protocol=resp3", srv.port)).unwrap();
+    let mut con = client.get_connection().unwrap();
+    ok(&mut con, &["REDISQL.CREATE_DB", "db"]);
+    assert_eq!(
+        ok(
+            &mut con,
+            &["REDISQL.QUERY", "db", "SELECT 0.25, 'a', 3, NULL"]
+        ),
+        rows(vec![vec![
+            Value::Double(0.25),
+            bulk("a"),
+            Value::Int(3),
+            Value::Nil
+        ]])
+    );
+    let Value::Map(stats) = ok(&mut con, &["REDISQL.STATISTICS"]) else {
+        panic!("a map expected")
+    };
+    assert_eq!(stats.len(), 33);
+    assert_eq!(stats[0], (bulk("CREATE_DB"), Value::Int(1)));
+}
