@@ -282,6 +282,10 @@ static PARAMS: &[Param] = &[
     p("rdb-save-incremental-fsync", B, "yes"),
     // Scripting and shutdown.
     alias("busy-reply-threshold", &["lua-time-limit"], NONNEG, "5000"),
+    // SQL databases (not Redis parameters): how long one statement may run
+    // (ms, 0 for no limit), and whether database files may live outside `dir`.
+    p("sql-time-limit", NONNEG, "5000"),
+    p("sql-allow-any-path", B, "no"),
     p("shutdown-timeout", NONNEG, "10"),
     p("shutdown-on-sigint", SHUTDOWN_ON, "default"),
     p("shutdown-on-sigterm", SHUTDOWN_ON, "default"),
@@ -501,6 +505,9 @@ pub struct HotConfig {
     /// refused while fewer good replicas are connected (Vireo has none).
     pub min_replicas_to_write: AtomicU64,
     pub min_replicas_max_lag: AtomicU64,
+    /// `sql-time-limit` (ms, 0: none): an SQL statement running longer is
+    /// interrupted.
+    pub sql_time_limit: AtomicU64,
 }
 
 /// A size threshold as usize (saturating on 32-bit targets).
@@ -995,6 +1002,9 @@ impl Config {
             .store(u("min-replicas-to-write"), Ordering::Relaxed);
         h.min_replicas_max_lag
             .store(u("min-replicas-max-lag"), Ordering::Relaxed);
+        h.sql_time_limit
+            .store(u("sql-time-limit"), Ordering::Relaxed);
+        vireo_sql::path::set_allow_any_path(self.flag("sql-allow-any-path"));
         let limits = self.raw("client-output-buffer-limit");
         let words: Vec<&str> = limits.split(' ').collect();
         for c in words.chunks(4).filter(|c| c.len() == 4) {

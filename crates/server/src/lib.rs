@@ -64,6 +64,16 @@ pub fn run(args: &[String]) -> i32 {
     }
 }
 
+/// Readies SQL databases (`REDISQL.*`) before anything loads: SQLite
+/// allocates through the counting allocator (so used_memory and maxmemory
+/// include it), and RDB loading and RESTORE know the type.
+pub fn init_sql() {
+    if let Err(e) = vireo_sql::memory::route_to_global_allocator() {
+        tracing::warn!("SQLite's memory is not counted in used_memory: {e}");
+    }
+    vireo_sql::register();
+}
+
 /// `disable-thp yes` (the default), as Redis does: with transparent huge
 /// pages a command that touches fresh memory (a growing set's table, say)
 /// waits while the kernel zeroes a whole 2 MB page per fault. Under
@@ -86,6 +96,7 @@ fn disable_transparent_huge_pages() {
 /// Binds, starts the workers, the acceptor and the background jobs, and
 /// waits until a signal or SHUTDOWN stops them.
 pub fn start(server: Arc<Server>) -> std::io::Result<()> {
+    init_sql();
     let s = server.clone();
     let aof_writer = thread::Builder::new()
         .name("vireo-aof".into())

@@ -214,6 +214,7 @@ fn contents(v: &Value) -> Contents {
         }
         Value::ZSet(z) => Contents::ZSet(z.iter().map(|(m, s)| (b(m), s)).collect()),
         Value::Stream(_) => panic!("streams are not generated here (see tests/stream.rs)"),
+        Value::Module(_) => panic!("SQL databases are not generated here (see tests/sql.rs)"),
     }
 }
 

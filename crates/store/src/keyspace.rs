@@ -923,6 +923,23 @@ impl<'a> Keys<'a> {
         }
     }
 
+    /// Lets go of every shard this view holds while `f` runs, then takes
+    /// them again in ascending order: for long work that needs no shard (a
+    /// query on an SQL database whose `Arc` the caller took out of its
+    /// entry), so other keys of those shards are not held up. Nothing read
+    /// through the view before may be assumed unchanged after. `f` must
+    /// not lock shards itself (it runs outside the lock order).
+    pub fn unlocked<R>(&mut self, f: impl FnOnce() -> R) -> R {
+        let held: SmallVec<[usize; 4]> = self.guards.iter().map(|(i, _)| *i).collect();
+        self.guards.clear();
+        let result = f();
+        for i in held {
+            self.guards.push((i, self.ks.lock_shard(i)));
+        }
+        self.last_pos = 0;
+        result
+    }
+
     /// Whether this view holds shard `idx` (a dynamic view holds none).
     pub fn holds_shard(&self, idx: usize) -> bool {
         self.holds_all() || self.guards.binary_search_by_key(&idx, |(i, _)| *i).is_ok()
@@ -1521,6 +1538,25 @@ mod tests {
                 assert!(end <= 64, "{name} ends {end} bytes in");
             }
         }
+    }
+
+    #[test]
+    fn unlocked_lets_other_views_take_the_shards_and_takes_them_back() {
+        let ks = Keyspace::new(1, 4);
+        let mut view = ks.lock_keys([&b"a"[..], &b"b"[..]]);
+        view.set(0, b"a", s(b"1"));
+        let held = ks.shard_of(b"a");
+        let seen = view.unlocked(|| {
+            // Another view can lock and write the shard meanwhile.
+            let mut other = ks.lock_keys([&b"a"[..]]);
+            other.set(0, b"a", s(b"2"));
+            drop(other);
+            ks.shards[held].try_lock().is_some()
+        });
+        assert!(seen, "the shard was free while the closure ran");
+        assert!(view.holds_shard(held));
+        assert!(ks.shards[held].try_lock().is_none(), "held again");
+        assert_eq!(view.get_read(0, b"a").unwrap().value(), s(b"2").as_ref());
     }
 
     #[test]

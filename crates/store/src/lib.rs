@@ -20,6 +20,7 @@ mod key_table;
 pub mod keyspace;
 pub mod list;
 pub mod long_double;
+pub mod module;
 mod open_table;
 pub mod rdb;
 pub mod set;

@@ -24,6 +24,8 @@ pub enum Value {
     ZSet(crate::zset::ZSet),
     /// A stream (boxed: it is larger than the other variants).
     Stream(Box<crate::stream::Stream>),
+    /// A value of a type implemented outside the store (an SQL database).
+    Module(crate::module::ModuleValue),
 }
 
 impl Value {
@@ -36,6 +38,7 @@ impl Value {
             Value::Set(v) => ValueRef::Set(v),
             Value::ZSet(v) => ValueRef::ZSet(v),
             Value::Stream(v) => ValueRef::Stream(v),
+            Value::Module(v) => ValueRef::Module(v),
         }
     }
 
@@ -79,6 +82,8 @@ pub enum ValueRef<'a> {
     ZSet(&'a crate::zset::ZSet),
     /// A stream.
     Stream(&'a crate::stream::Stream),
+    /// A module value.
+    Module(&'a crate::module::ModuleValue),
 }
 
 impl ValueRef<'_> {
@@ -91,6 +96,7 @@ impl ValueRef<'_> {
             ValueRef::Set(_) => "set",
             ValueRef::ZSet(_) => "zset",
             ValueRef::Stream(_) => "stream",
+            ValueRef::Module(m) => m.0.type_name(),
         }
     }
 
@@ -103,6 +109,8 @@ impl ValueRef<'_> {
             ValueRef::Set(v) => v.encoding_name(),
             ValueRef::ZSet(v) => v.encoding_name(),
             ValueRef::Stream(v) => v.encoding_name(),
+            // Redis reports every module value as `raw`.
+            ValueRef::Module(_) => "raw",
         }
     }
 
@@ -119,6 +127,7 @@ impl ValueRef<'_> {
             ValueRef::ZSet(v) if v.encoding_name() == "skiplist" => v.len(),
             ValueRef::Hash(_) | ValueRef::Set(_) | ValueRef::ZSet(_) => 1,
             ValueRef::Stream(v) => v.free_effort(),
+            ValueRef::Module(_) => 1,
         }
     }
 
@@ -132,6 +141,7 @@ impl ValueRef<'_> {
             ValueRef::Set(v) => v.heap_bytes(),
             ValueRef::ZSet(v) => v.heap_bytes(),
             ValueRef::Stream(v) => std::mem::size_of::<crate::stream::Stream>() + v.heap_bytes(),
+            ValueRef::Module(m) => m.0.heap_bytes(),
         }
     }
 
@@ -144,6 +154,7 @@ impl ValueRef<'_> {
             ValueRef::Set(v) => Value::Set(v.clone()),
             ValueRef::ZSet(v) => Value::ZSet(v.clone()),
             ValueRef::Stream(v) => Value::Stream(Box::new(v.clone())),
+            ValueRef::Module(m) => Value::Module(m.clone()),
         }
     }
 }

@@ -265,6 +265,7 @@ fn type_number(v: ValueRef<'_>) -> u32 {
         ValueRef::ZSet(_) => 3,
         ValueRef::Hash(_) => 4,
         ValueRef::Stream(_) => 6,
+        ValueRef::Module(_) => 5,
     }
 }
 
@@ -331,6 +332,9 @@ fn value_digest(digest: &mut [u8; 20], entry: &Entry) {
             }
         }
         ValueRef::Stream(s) => stream_digest(digest, s),
+        // A module value's digest is its serialized form (Redis asks the
+        // module's digest callback).
+        ValueRef::Module(m) => mix_digest(digest, &m.0.serialize()),
     }
     if entry.expire_at().is_some() {
         xor_digest(digest, b"!!expire!!");

@@ -31,6 +31,7 @@ pub mod server;
 pub mod set;
 pub mod shared;
 pub mod sort;
+pub mod sql;
 pub mod stream;
 pub mod string;
 pub mod zset;
@@ -393,6 +394,7 @@ impl Table {
             replication::COMMANDS,
             server::COMMANDS,
             sort::COMMANDS,
+            sql::COMMANDS,
             set::COMMANDS,
             stream::COMMANDS,
             string::COMMANDS,

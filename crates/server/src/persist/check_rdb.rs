@@ -24,6 +24,7 @@ pub fn main(args: &[String]) -> i32 {
         eprintln!("Usage: vireo check-rdb <rdb-file-name>");
         return 1;
     };
+    crate::init_sql();
     println!("[offset 0] Checking RDB file {path}");
     let file = match File::open(path) {
         Ok(f) => f,

@@ -153,6 +153,7 @@ fn value_type(value: ValueRef) -> u8 {
         ValueRef::ZSet(z) if z.encoding_name() == "listpack" => rtype::ZSET_LISTPACK,
         ValueRef::ZSet(_) => rtype::ZSET_2,
         ValueRef::Stream(_) => rtype::STREAM_LISTPACKS_2,
+        ValueRef::Module(_) => rtype::MODULE_2,
     }
 }
 
@@ -214,7 +215,25 @@ fn write_payload(out: &mut Vec<u8>, ty: u8, value: ValueRef, opts: &EncodeOption
             }
         }
         ValueRef::Stream(s) => super::stream::write_stream(out, s, compress),
+        ValueRef::Module(m) => write_module(out, &m.0.serialize(), m.0.module_id(), compress),
     }
+}
+
+/// Module value opcodes (Redis's `RDB_MODULE_OPCODE_*`).
+pub(crate) mod module_opcode {
+    pub const EOF: u64 = 0;
+    pub const STRING: u64 = 5;
+}
+
+/// Writes a module value as `RDB_TYPE_MODULE_2`: the module id, the
+/// payload as one string field, the end marker. Redis can skip such a
+/// record field by field; without the module it refuses the file, naming
+/// the module type.
+fn write_module(out: &mut Vec<u8>, payload: &[u8], id: u64, compress: bool) {
+    write_len(out, id);
+    write_len(out, module_opcode::STRING);
+    write_string(out, payload, compress);
+    write_len(out, module_opcode::EOF);
 }
 
 /// A quicklist node that holds its elements packed in a listpack.

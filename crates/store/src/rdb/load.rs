@@ -760,7 +760,8 @@ fn read_value<R: Read>(src: &mut Src<R>, ty: u8, o: &LoadOptions) -> Res<Option<
         rtype::STREAM_LISTPACKS | rtype::STREAM_LISTPACKS_2 | rtype::STREAM_LISTPACKS_3 => {
             Value::Stream(Box::new(read_stream(src, ty)?))
         }
-        rtype::MODULE | rtype::MODULE_2 => {
+        rtype::MODULE_2 => Value::Module(read_module(src)?),
+        rtype::MODULE => {
             return Err(ErrorKind::Unsupported(format!(
                 "module keys are not supported (RDB type {ty})"
             )))
@@ -775,8 +776,32 @@ fn read_value<R: Read>(src: &mut Src<R>, ty: u8, o: &LoadOptions) -> Res<Option<
         Value::ZSet(z) => z.is_empty(),
         // An empty stream is a valid value (XADD ... MAXLEN 0 makes one).
         Value::Stream(_) => false,
+        Value::Module(_) => false,
     };
     Ok((!empty).then_some(v))
+}
+
+/// Reads an `RDB_TYPE_MODULE_2` value written by `encode::write_module`:
+/// the module id, one string field, the end marker; the registered
+/// decoder rebuilds the value. An unknown id is refused the way Redis
+/// refuses it, naming the module type.
+fn read_module<R: Read>(src: &mut Src<R>) -> Res<crate::module::ModuleValue> {
+    use super::encode::module_opcode;
+    let id = src.len()?;
+    let Some(decode) = crate::module::decoder(id) else {
+        return Err(ErrorKind::Unsupported(format!(
+            "The RDB file contains module data I can't load: no matching module type '{}'",
+            crate::module::module_name(id)
+        )));
+    };
+    if src.len()? != module_opcode::STRING {
+        return corrupt("module value without its payload string");
+    }
+    let payload = src.string()?;
+    if src.len()? != module_opcode::EOF {
+        return corrupt("module value not terminated");
+    }
+    decode(&payload).or_else(|e| corrupt(format!("module value: {e}")))
 }
 
 /// Appends packed entries to a list.

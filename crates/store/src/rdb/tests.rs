@@ -713,3 +713,127 @@ fn function_payload_random_bytes_never_panic() {
         let _ = restore_functions(&body);
     }
 }
+
+/// A module type for the tests: its payload is its bytes, and payloads
+/// starting with `!` are refused.
+#[derive(Debug)]
+struct Blob(Vec<u8>);
+
+const BLOB_ID: u64 = match crate::module::module_id(b"test-blob", 3) {
+    Some(id) => id,
+    None => 0,
+};
+
+impl crate::module::ModuleType for Blob {
+    fn type_name(&self) -> &'static str {
+        "test-blob"
+    }
+    fn module_id(&self) -> u64 {
+        BLOB_ID
+    }
+    fn heap_bytes(&self) -> usize {
+        self.0.len()
+    }
+    fn serialize(&self) -> Vec<u8> {
+        self.0.clone()
+    }
+    fn duplicate(&self) -> Result<crate::module::ModuleValue, String> {
+        Ok(module_blob(&self.0))
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn into_any_arc(self: std::sync::Arc<Self>) -> std::sync::Arc<dyn std::any::Any + Send + Sync> {
+        self
+    }
+}
+
+fn module_blob(b: &[u8]) -> crate::module::ModuleValue {
+    crate::module::ModuleValue::new(std::sync::Arc::new(Blob(b.to_vec())))
+}
+
+fn decode_blob(b: &[u8]) -> Result<crate::module::ModuleValue, String> {
+    if b.starts_with(b"!") {
+        return Err("refused".into());
+    }
+    Ok(module_blob(b))
+}
+
+fn blob_bytes(v: &Value) -> Vec<u8> {
+    match v {
+        Value::Module(m) => m.0.as_any().downcast_ref::<Blob>().unwrap().0.clone(),
+        other => panic!("not a module value: {other:?}"),
+    }
+}
+
+#[test]
+fn module_values_round_trip_through_dump_and_are_refused_without_their_module() {
+    let opts = EncodeOptions::default();
+    let load = LoadOptions::default();
+    let unknown_id = crate::module::module_id(b"nomodule1", 1).unwrap();
+    #[derive(Debug)]
+    struct Unknown;
+    impl crate::module::ModuleType for Unknown {
+        fn type_name(&self) -> &'static str {
+            "nomodule1"
+        }
+        fn module_id(&self) -> u64 {
+            crate::module::module_id(b"nomodule1", 1).unwrap()
+        }
+        fn heap_bytes(&self) -> usize {
+            0
+        }
+        fn serialize(&self) -> Vec<u8> {
+            Vec::new()
+        }
+        fn duplicate(&self) -> Result<crate::module::ModuleValue, String> {
+            Err("no".into())
+        }
+        fn as_any(&self) -> &dyn std::any::Any {
+            self
+        }
+        fn into_any_arc(
+            self: std::sync::Arc<Self>,
+        ) -> std::sync::Arc<dyn std::any::Any + Send + Sync> {
+            self
+        }
+    }
+    crate::module::register(BLOB_ID, decode_blob);
+    let v = Value::Module(module_blob(b"payload bytes"));
+    let dumped = dump_payload(v.as_ref(), &opts);
+    let back = restore_payload(&dumped, &load).unwrap();
+    assert_eq!(blob_bytes(&back), b"payload bytes");
+    // A copy is deep: a different value with the same content.
+    let copy = v.clone();
+    assert_ne!(copy, v);
+    assert_eq!(blob_bytes(&copy), b"payload bytes");
+    // The decoder's refusal and an unknown module are errors, not panics.
+    let refused = dump_payload(Value::Module(module_blob(b"!bad")).as_ref(), &opts);
+    assert!(matches!(
+        restore_payload(&refused, &load),
+        Err(PayloadError::BadData(_))
+    ));
+    let orphan = dump_payload(
+        Value::Module(crate::module::ModuleValue::new(std::sync::Arc::new(
+            Unknown,
+        )))
+        .as_ref(),
+        &opts,
+    );
+    let err = restore_payload(&orphan, &load).unwrap_err();
+    assert!(format!("{err:?}").contains("nomodule1"), "{err:?}");
+    assert_eq!(crate::module::module_name(unknown_id), "nomodule1");
+    // Every truncation of a module payload fails cleanly.
+    let body = &dumped[..dumped.len() - 10];
+    for n in 0..body.len() {
+        let mut cut = body[..n].to_vec();
+        cut.extend_from_slice(&dumped[dumped.len() - 10..]);
+        let _ = restore_payload(
+            &cut,
+            &LoadOptions {
+                skip_payload_checksum: true,
+                ..load
+            },
+        );
+    }
+}

@@ -70,6 +70,12 @@ pub fn write_entry(out: &mut Vec<u8>, key: &[u8], entry: &Entry) {
             }
         }
         ValueRef::Stream(s) => write_stream(out, key, s),
+        // A module value (an SQL database) comes back whole: a RESTORE of
+        // its DUMP payload.
+        ValueRef::Module(_) => {
+            let payload = rdb::dump_payload(entry.value(), &rdb::EncodeOptions::default());
+            encode(out, &[&b"RESTORE"[..], key, b"0", &payload]);
+        }
     }
     if let Some(at) = entry.expire_at() {
         encode(out, &[b"PEXPIREAT", key, num.format(at).as_bytes()]);

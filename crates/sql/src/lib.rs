@@ -1,0 +1,176 @@
+//! SQL databases as values: embedded SQLite, one database per key.
+//!
+//! This crate is the engine behind Vireo's `REDISQL.*` commands (RediSQL's
+//! command set). It knows nothing of keys, shards or RESP: the server looks
+//! a key up, clones the `Arc<Database>` it holds and calls in here.
+//!
+//! - [`Database`] (`database.rs`): one SQLite connection behind a mutex,
+//!   its cache of ad-hoc statements, its named statements, a time limit
+//!   enforced by SQLite's progress handler, serialization for RDB / DUMP
+//!   and copies with the backup API.
+//! - `stmt.rs`: statements prepared once and bound to the client's bytes
+//!   without copying them (`SQLITE_STATIC`).
+//! - [`payload`]: the byte form of a database (path, statements, image),
+//!   decoded defensively since RESTORE hands us client bytes.
+//! - [`memory`]: routes SQLite's allocations through Rust's global
+//!   allocator, so the server's counting allocator (used_memory,
+//!   maxmemory) sees them.
+//! - [`path`]: where a file-backed database may live (under `dir`).
+//! - `value.rs`: a database as the store's module value (TYPE, RDB id,
+//!   payload, deep copy) and the decoder [`register`] installs.
+
+mod database;
+pub mod memory;
+pub mod path;
+pub mod payload;
+mod stmt;
+mod value;
+
+pub use database::Database;
+pub use stmt::PARAMETER_MISUSE;
+pub use value::{database_of, register, wrap, MODULE_ID, TYPE_NAME};
+
+use std::time::Duration;
+
+/// The SQLite library version linked in (`sqlite3_libversion`).
+pub fn sqlite_version() -> &'static str {
+    rusqlite::version()
+}
+
+/// One value of a result row, as SQLite typed it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Cell {
+    /// INTEGER.
+    Int(i64),
+    /// REAL.
+    Real(f64),
+    /// TEXT (bytes as stored; SQLite does not check UTF-8).
+    Text(Vec<u8>),
+    /// BLOB.
+    Blob(Vec<u8>),
+    /// NULL.
+    Null,
+}
+
+impl Cell {
+    /// Bytes the value costs in a result, for the result size limit.
+    fn weight(&self) -> usize {
+        match self {
+            Cell::Text(b) | Cell::Blob(b) => b.len() + 16,
+            _ => 16,
+        }
+    }
+}
+
+/// What running statements produced.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Output {
+    /// No rows: the number of rows the statements inserted, updated or
+    /// deleted (RediSQL's `DONE n`).
+    Done(u64),
+    /// The last statement's rows, with its column names.
+    Rows {
+        /// Column names, in order.
+        columns: Vec<Vec<u8>>,
+        /// Rows, each as long as `columns`.
+        rows: Vec<Vec<Cell>>,
+    },
+}
+
+/// What a run produced, and whether it may have changed the database
+/// (so the command is logged for persistence): any successful read-write
+/// run (even a SELECT through EXEC: transaction statements like BEGIN and
+/// ROLLBACK count as read-only to SQLite yet matter to a replay), or a
+/// failed one that changed rows before it failed.
+#[derive(Debug)]
+pub struct Ran {
+    /// The output or the error.
+    pub result: Result<Output, SqlError>,
+    /// True when the run must be logged.
+    pub wrote: bool,
+}
+
+/// Bounds on one run.
+#[derive(Clone, Copy, Debug)]
+pub struct RunLimits {
+    /// Largest result in bytes of cell data (plus 16 per cell) before the
+    /// run fails with [`SqlError::ResultTooLarge`].
+    pub max_result_bytes: usize,
+    /// Longest a run may take before SQLite is interrupted; None: no limit.
+    pub time_limit: Option<Duration>,
+}
+
+/// How a run may touch the database.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// Any statement (EXEC, EXEC_STATEMENT).
+    ReadWrite,
+    /// Read-only statements only (QUERY, QUERY_STATEMENT): others are
+    /// refused before they run.
+    ReadOnly,
+}
+
+/// Why a SQL operation failed. `Display` is the error reply's text,
+/// RediSQL's where it has one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SqlError {
+    /// SQLite's own message (syntax errors, constraint violations, …).
+    Sql(String),
+    /// A parameter count mismatch (RediSQL's MISUSE message).
+    Misuse(&'static str),
+    /// QUERY of a statement that may write.
+    NotReadOnly,
+    /// The run passed its time limit and SQLite was interrupted.
+    Interrupted,
+    /// The result passed [`RunLimits::max_result_bytes`].
+    ResultTooLarge,
+    /// CREATE_STATEMENT of a name already defined.
+    StatementExists,
+    /// A statement name not defined; the text says for what.
+    NoStatement(&'static str),
+    /// A serialized database that cannot be read.
+    Corrupt(String),
+    /// A path refused or a file that could not be opened.
+    Path(String),
+}
+
+impl std::fmt::Display for SqlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SqlError::Sql(m) => f.write_str(m),
+            SqlError::Misuse(m) => f.write_str(m),
+            SqlError::NotReadOnly => f.write_str(
+                "Statement is not read only but it may modify the database, \
+                 use `EXEC_STATEMENT` instead.",
+            ),
+            SqlError::Interrupted => f.write_str(
+                "It was impossible to return the whole result before the timeout expired.",
+            ),
+            SqlError::ResultTooLarge => {
+                f.write_str("ERR the result is larger than the SQL result limit")
+            }
+            SqlError::StatementExists => f.write_str(
+                "Impossible to overwrite it with this command, try with UPDATE_STATEMENT",
+            ),
+            SqlError::NoStatement(m) => f.write_str(m),
+            SqlError::Corrupt(m) => write!(f, "ERR corrupt SQL database: {m}"),
+            SqlError::Path(m) => write!(f, "ERR {m}"),
+        }
+    }
+}
+
+impl std::error::Error for SqlError {}
+
+impl From<rusqlite::Error> for SqlError {
+    fn from(e: rusqlite::Error) -> Self {
+        match e {
+            rusqlite::Error::SqliteFailure(code, _)
+                if code.code == rusqlite::ErrorCode::OperationInterrupted =>
+            {
+                SqlError::Interrupted
+            }
+            rusqlite::Error::SqliteFailure(_, Some(msg)) => SqlError::Sql(msg),
+            other => SqlError::Sql(other.to_string()),
+        }
+    }
+}
