@@ -94,7 +94,7 @@ const SHUTDOWN_ON: Kind = Kind::Special;
 /// Every parameter Redis 7.0 knows, in roughly redis.conf's order.
 /// Debugging parameters Redis hides from `CONFIG GET` patterns: only asked
 /// for by their exact name do they answer (Redis's `HIDDEN_CONFIG`).
-const HIDDEN_PARAMS: [&str; 2] = ["rdb-key-save-delay", "key-load-delay"];
+const HIDDEN_PARAMS: [&str; 3] = ["rdb-key-save-delay", "key-load-delay", "use-exit-on-panic"];
 
 static PARAMS: &[Param] = &[
     // Network and general.
@@ -131,6 +131,9 @@ static PARAMS: &[Param] = &[
     ),
     p("crash-log-enabled", B, "yes"),
     p("crash-memcheck-enabled", B, "yes"),
+    // Redis exits instead of aborting on a failed assertion; Vireo refuses
+    // bad input without panicking, so the choice has nothing to change.
+    p("use-exit-on-panic", B, "no"),
     fixed("databases", int(1, I32), "16"),
     fixed("always-show-logo", B, "no"),
     fixed("set-proc-title", B, "yes"),

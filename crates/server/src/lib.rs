@@ -152,9 +152,9 @@ pub fn start(server: Arc<Server>) -> std::io::Result<()> {
     tracing::info!("Server initialized");
     // Clients may connect while the data loads; they get -LOADING.
     let loaded = load_dataset(&server);
-    if let Err(msg) = &loaded {
+    if loaded.is_err() {
+        // `run` logs the reason once, after the workers stop.
         server.shutting_down.store(true, Ordering::Release);
-        tracing::error!("{msg}");
     } else {
         tracing::info!("Ready to accept connections");
     }

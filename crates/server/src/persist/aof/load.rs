@@ -34,20 +34,19 @@ enum FileLoaded {
 
 /// Reads the manifest (if the AOF directory has one) and replays every
 /// file it lists. Ok(None) when there is no AOF to load; Ok(Some) is the
-/// manifest loaded; Err is a fatal start-up error, already logged.
+/// manifest loaded; Err is a fatal start-up error (the caller logs it).
 pub fn load_at_start(server: &Server) -> Result<Option<Manifest>, String> {
     let dir = dir_path(server);
     let name = format!("{}.manifest", server.config.appendfilename());
     let path = dir.join(&name);
     let manifest = if path.exists() {
         let text = std::fs::read(&path).map_err(|e| {
-            fatal(format!(
+            format!(
                 "Fatal error: can't open the AOF manifest file {} for reading: {e}",
                 path.display()
-            ))
+            )
         })?;
-        Manifest::parse(&text)
-            .map_err(|e| fatal(format!("*** FATAL AOF MANIFEST FILE ERROR *** {e}")))?
+        Manifest::parse(&text).map_err(|e| format!("*** FATAL AOF MANIFEST FILE ERROR *** {e}"))?
     } else {
         match upgrade_single_file(server)? {
             Some(m) => m,
@@ -57,9 +56,9 @@ pub fn load_at_start(server: &Server) -> Result<Option<Manifest>, String> {
     let files: Vec<String> = manifest.load_order().map(|f| f.name.clone()).collect();
     for name in &files {
         if !dir.join(name).exists() {
-            return Err(fatal(format!(
+            return Err(format!(
                 "The append log file {name} doesn't exist: No such file or directory"
-            )));
+            ));
         }
     }
     let mut fake = fake_session();
@@ -68,9 +67,7 @@ pub fn load_at_start(server: &Server) -> Result<Option<Manifest>, String> {
         let start = std::time::Instant::now();
         let res = load_file(server, &mut fake, &dir.join(name), name)?;
         if res == FileLoaded::Truncated && !last {
-            return Err(fatal(
-                "Fatal error: the truncated file is not the last file".into(),
-            ));
+            return Err("Fatal error: the truncated file is not the last file".into());
         }
         let kind = if i == 0 && manifest.base.is_some() {
             "base"
@@ -97,10 +94,10 @@ fn upgrade_single_file(server: &Server) -> Result<Option<Manifest>, String> {
     }
     let dir = dir_path(server);
     std::fs::create_dir_all(&dir).map_err(|e| {
-        fatal(format!(
+        format!(
             "Can't open or create append-only dir {}: {e}",
             dir.display()
-        ))
+        )
     })?;
     let manifest = Manifest {
         base: Some(super::manifest::AofFile {
@@ -112,19 +109,14 @@ fn upgrade_single_file(server: &Server) -> Result<Option<Manifest>, String> {
         ..Manifest::default()
     };
     super::persist_manifest(server, &manifest)
-        .map_err(|e| fatal(format!("Can't persist the AOF manifest: {e}")))?;
+        .map_err(|e| format!("Can't persist the AOF manifest: {e}"))?;
     std::fs::rename(&old, dir.join(&name))
-        .map_err(|e| fatal(format!("Error trying to move the old AOF file {name}: {e}")))?;
+        .map_err(|e| format!("Error trying to move the old AOF file {name}: {e}"))?;
     tracing::info!(
         "Successfully migrated an old-style AOF file ({name}) into the AOF directory ({}).",
         dir.display()
     );
     Ok(Some(manifest))
-}
-
-fn fatal(msg: String) -> String {
-    tracing::error!("{msg}");
-    msg
 }
 
 /// The client AOF commands run as: authenticated, database 0, not
@@ -158,9 +150,7 @@ fn load_file(
     name: &str,
 ) -> Result<FileLoaded, String> {
     let mut file = File::open(path).map_err(|e| {
-        fatal(format!(
-            "Fatal error: can't open the append log file {name} for reading: {e}"
-        ))
+        format!("Fatal error: can't open the append log file {name} for reading: {e}")
     })?;
     let len = file.metadata().map(|m| m.len()).unwrap_or(0);
     if len == 0 {
@@ -174,16 +164,14 @@ fn load_file(
     let start = if n == 5 && &sig == b"REDIS" {
         tracing::info!("Reading RDB base file on AOF loading...");
         load_rdb(server, path).map_err(|e| {
-            fatal(format!(
-                "Error reading the RDB base file {name}, AOF loading aborted: {e}"
-            ))
+            format!("Error reading the RDB base file {name}, AOF loading aborted: {e}")
         })?
     } else {
         0
     };
-    let mut file = File::open(path).map_err(|e| fatal(format!("{name}: {e}")))?;
+    let mut file = File::open(path).map_err(|e| format!("{name}: {e}"))?;
     file.seek(SeekFrom::Start(start))
-        .map_err(|e| fatal(format!("{name}: {e}")))?;
+        .map_err(|e| format!("{name}: {e}"))?;
     let mut reader = CommandReader::new(BufReader::with_capacity(64 * 1024, file), start);
     let mut out = ReplyBuf::new(Protocol::Resp2);
     let mut before_multi = 0;
@@ -194,10 +182,10 @@ fn load_file(
             Ok(Some(cmd)) => {
                 let name0 = &cmd[0];
                 let Some(command) = dispatch::command_name(name0) else {
-                    return Err(fatal(format!(
+                    return Err(format!(
                         "Unknown command '{}' reading the append only file {name}",
                         String::from_utf8_lossy(name0)
-                    )));
+                    ));
                 };
                 if command == "multi" {
                     before_multi = at;
@@ -224,17 +212,17 @@ fn load_file(
                 break Some(valid);
             }
             Err(ReadError::Format(what)) => {
-                return Err(fatal(format!(
+                return Err(format!(
                     "Bad file format reading the append only file {name}: \
                      make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest> \
                      (at offset {}: {what})",
                     reader.offset()
-                )));
+                ));
             }
             Err(ReadError::Io(e)) => {
-                return Err(fatal(format!(
+                return Err(format!(
                     "Unrecoverable error reading the append only file {name}: {e}"
-                )));
+                ));
             }
         }
     };
@@ -242,7 +230,7 @@ fn load_file(
         return Ok(FileLoaded::Ok);
     };
     if !server.config.aof_load_truncated() {
-        return Err(fatal(short_read_advice(name)));
+        return Err(short_read_advice(name));
     }
     tracing::warn!("!!! Warning: short read while loading the AOF file {name}!!!");
     tracing::warn!("!!! Truncating the AOF {name} at offset {valid} !!!");
@@ -251,7 +239,7 @@ fn load_file(
         .open(path)
         .and_then(|f| f.set_len(valid).map(|_| f));
     if let Err(e) = f {
-        return Err(fatal(format!("Error truncating the AOF file {name}: {e}")));
+        return Err(format!("Error truncating the AOF file {name}: {e}"));
     }
     tracing::warn!("AOF {name} loaded anyway because aof-load-truncated is enabled");
     Ok(FileLoaded::Truncated)
