@@ -792,6 +792,39 @@ fn slowlog_records_commands() {
     assert_eq!(c.cmd(&["SLOWLOG", "LEN"]), ":0\r\n");
 }
 
+/// MONITOR and SLOWLOG hide secrets as Redis does, and a function's
+/// FCALL line comes before the commands it runs.
+#[test]
+fn monitor_and_slowlog_redact_secrets_and_order_fcall_first() {
+    let srv = common::Server::start(&[]);
+    let mut m = Raw::connect(srv.port);
+    assert_eq!(m.cmd(&["MONITOR"]), "+OK\r\n");
+    let mut c = Raw::connect(srv.port);
+    c.cmd(&["CONFIG", "SET", "slowlog-log-slower-than", "0"]);
+    c.cmd(&["AUTH", "user", "secret"]);
+    c.cmd(&["HELLO", "2", "AUTH", "user", "secret"]);
+    c.cmd(&["FUNCTION", "LOAD", "#!lua name=t\nredis.register_function('t', function() return redis.call('set', 'foo', 'bar') end)"]);
+    c.cmd(&["FCALL", "t", "0"]);
+    assert!(m
+        .line()
+        .ends_with(" \"AUTH\" \"(redacted)\" \"(redacted)\"\r\n"));
+    let hello = m.line();
+    assert!(
+        hello.ends_with(" \"HELLO\" \"2\" \"AUTH\" \"(redacted)\" \"(redacted)\"\r\n"),
+        "{hello}"
+    );
+    assert!(m.line().contains("\"FUNCTION\" \"LOAD\""));
+    assert!(m.line().ends_with(" \"FCALL\" \"t\" \"0\"\r\n"));
+    assert!(m.line().ends_with(" [0 lua] \"set\" \"foo\" \"bar\"\r\n"));
+    c.cmd(&["SLOWLOG", "RESET"]);
+    c.cmd(&["CONFIG", "SET", "masterauth", "pw"]);
+    let log = c.cmd(&["SLOWLOG", "GET", "1"]);
+    assert!(
+        log.contains("$6\r\nCONFIG\r\n$3\r\nSET\r\n$10\r\nmasterauth\r\n$10\r\n(redacted)\r\n"),
+        "{log}"
+    );
+}
+
 #[test]
 fn monitor_receives_other_clients_commands() {
     let srv = common::Server::start(&[]);

@@ -720,7 +720,13 @@ fn slowlog_maybe_push(server: &Server, session: &Session, args: Args<'_>, us: u6
     }
     let mut kept = Vec::new();
     let argc = args.len();
+    let hidden = crate::exec::redact::redacted_positions(args);
     for (i, a) in args.iter().enumerate() {
+        let a = if hidden.contains(&i) {
+            crate::exec::redact::REDACTED
+        } else {
+            a
+        };
         if i == SLOWLOG_MAX_ARGS - 1 && argc > SLOWLOG_MAX_ARGS {
             kept.push(format!("... ({} more arguments)", argc - SLOWLOG_MAX_ARGS + 1).into_bytes());
             break;

@@ -9,5 +9,6 @@ pub mod monitor;
 pub mod multi;
 pub mod notify;
 pub mod pubsub;
+pub mod redact;
 pub mod script;
 pub mod tracking;

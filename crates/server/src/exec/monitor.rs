@@ -53,9 +53,15 @@ pub fn feed_monitors(server: &Server, session: &Session, db: usize, args: Args<'
         source
     )
     .into_bytes();
-    for a in args.iter() {
+    let hidden = crate::exec::redact::redacted_positions(args);
+    for (i, a) in args.iter().enumerate() {
         line.push(b' ');
-        write_repr(&mut line, a);
+        let shown = if hidden.contains(&i) {
+            crate::exec::redact::REDACTED
+        } else {
+            a
+        };
+        write_repr(&mut line, shown);
     }
     line.extend_from_slice(b"\r\n");
     let monitors = server.monitors.lock().clone();

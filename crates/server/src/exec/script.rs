@@ -1018,7 +1018,7 @@ fn numkeys(ctx: &mut Ctx<'_>, args: Args<'_>, kind: Kind) -> Option<usize> {
 
 /// EVAL, EVALSHA, FCALL and their `_RO` forms.
 pub fn run_command(ctx: &mut Ctx<'_>, args: Args<'_>, kind: Kind, ro: bool) {
-    if kind != Kind::Fcall && ctx.server.monitor_count.load(Ordering::Relaxed) > 0 {
+    if ctx.server.monitor_count.load(Ordering::Relaxed) > 0 {
         // Redis feeds MONITOR here so the script's commands follow it.
         crate::exec::monitor::feed_monitors(ctx.server, ctx.session, ctx.db, args);
     }
