@@ -230,6 +230,11 @@ static PARAMS: &[Param] = &[
     p("tracking-table-max-keys", int(0, I32), "1000000"),
     p("acllog-max-len", NONNEG, "128"),
     fixed("aclfile", S, ""),
+    p(
+        "acl-pubsub-default",
+        Kind::Enum(&["allchannels", "resetchannels"]),
+        "resetchannels",
+    ),
     p("requirepass", S, ""),
     // Clients and memory.
     p("maxclients", int(1, I32), "10000"),
@@ -546,6 +551,9 @@ pub struct Config {
     file: Option<PathBuf>,
     /// Hot-path mirrors.
     pub hot: HotConfig,
+    /// `user` directives (name then rules), validated, loaded into the
+    /// ACL at start-up.
+    pub user_lines: Vec<Vec<Vec<u8>>>,
 }
 
 impl Default for Config {
@@ -558,6 +566,7 @@ impl Default for Config {
             values: RwLock::new(values),
             file: None,
             hot: HotConfig::default(),
+            user_lines: Vec::new(),
         };
         c.hot.active_expire_enabled.store(true, Ordering::Relaxed);
         c.refresh_hot();
@@ -673,10 +682,12 @@ impl Config {
             }
             return Ok(());
         }
-        if name.eq_ignore_ascii_case("rename-command")
-            || name.eq_ignore_ascii_case("user")
-            || name.eq_ignore_ascii_case("loadmodule")
-        {
+        if name.eq_ignore_ascii_case("user") && words.len() >= 2 {
+            let line = crate::security::users::validate_config_line(&words[1..], &self.user_lines)?;
+            self.user_lines.push(line);
+            return Ok(());
+        }
+        if name.eq_ignore_ascii_case("rename-command") || name.eq_ignore_ascii_case("loadmodule") {
             return Err("Bad directive or wrong number of arguments".into());
         }
         let param = find(name).ok_or("Bad directive or wrong number of arguments")?;
@@ -1056,6 +1067,18 @@ impl Config {
     pub fn databases(&self) -> usize {
         self.num("databases") as usize
     }
+    /// `acllog-max-len`.
+    pub fn acllog_max_len(&self) -> usize {
+        usize::try_from(self.num("acllog-max-len")).unwrap_or(0)
+    }
+    /// `acl-pubsub-default allchannels`: new users may use every channel.
+    pub fn acl_pubsub_all(&self) -> bool {
+        self.raw("acl-pubsub-default") == "allchannels"
+    }
+    /// `aclfile` (empty: none).
+    pub fn aclfile(&self) -> String {
+        self.raw("aclfile")
+    }
     /// `requirepass`, when one is set.
     pub fn requirepass(&self) -> Option<Vec<u8>> {
         Some(self.raw("requirepass"))
@@ -1207,7 +1230,7 @@ impl Config {
 }
 
 /// strerror-style text of an I/O error, as Redis prints it.
-fn io_reason(e: &std::io::Error) -> String {
+pub fn io_reason(e: &std::io::Error) -> String {
     match e.kind() {
         std::io::ErrorKind::NotFound => "No such file or directory".into(),
         std::io::ErrorKind::PermissionDenied => "Permission denied".into(),

@@ -176,7 +176,7 @@ fn help(ctx: &mut Ctx<'_>, _args: Args<'_>) {
 
 /// The command's ACL categories: its declared ones plus those its flags
 /// imply.
-fn categories(spec: &CommandSpec) -> u32 {
+pub fn categories(spec: &CommandSpec) -> u32 {
     acl::with_implicit(docs::doc(spec.name).map_or(0, |d| d.acl), spec.flags)
 }
 
@@ -542,6 +542,13 @@ fn has_keys(spec: &CommandSpec, doc: Option<&CommandDoc>) -> bool {
 }
 
 /// The (position, flags) of each key in a command line (`line[0]` is the
+/// command name), None when the arguments do not locate them: what ACLs
+/// check keys against, as Redis's `getKeysFromCommandWithSpecs`.
+pub fn keys_and_flags(spec: &CommandSpec, line: &[&[u8]]) -> Option<Vec<(usize, u32)>> {
+    find_keys(spec, docs::doc(spec.name), line)
+}
+
+/// The (position, flags) of each key in a command line (`line[0]` is the
 /// command name), or None when the arguments do not locate the keys.
 ///
 /// Key specs are followed as Redis does. A spec that cannot be followed
@@ -559,12 +566,24 @@ fn find_keys(
         let found = spec.reported_keys(owned.as_args());
         return (!found.is_empty()).then(|| found.into_iter().map(|p| (p, 0)).collect());
     };
-    let mut keys = match keys_from_specs(&doc.key_specs, line) {
+    // An incomplete spec (MIGRATE's KEYS) hands over to the command's own
+    // finder, as Redis's does.
+    let incomplete = doc
+        .key_specs
+        .iter()
+        .any(|ks| ks.flags & keyflags::INCOMPLETE != 0);
+    let from_specs = if incomplete {
+        None
+    } else {
+        keys_from_specs(&doc.key_specs, line)
+    };
+    let mut keys = match from_specs {
         Some(k) => k,
-        None if doc
-            .key_specs
-            .iter()
-            .any(|ks| ks.begin == BeginSearch::Unknown) =>
+        None if incomplete
+            || doc
+                .key_specs
+                .iter()
+                .any(|ks| ks.begin == BeginSearch::Unknown) =>
         {
             let owned = OwnedArgs::from_slices(line.iter());
             let last = doc.key_specs.last().map_or(0, |ks| ks.flags);
@@ -601,8 +620,28 @@ fn variable_key_flags(name: &str, line: &[&[u8]]) -> Option<u32> {
             Some(keyflags::RW | keyflags::ACCESS | keyflags::UPDATE)
         }
         "set" => Some(keyflags::OW | keyflags::UPDATE),
+        "bitfield" if bitfield_reads_only(line) => Some(keyflags::RO | keyflags::ACCESS),
+        "bitfield" => Some(keyflags::RW | keyflags::ACCESS | keyflags::UPDATE),
         _ => None,
     }
+}
+
+/// True when BITFIELD's operations are all GETs (Redis's
+/// `bitfieldGetKeys`: anything it cannot read counts as a write).
+fn bitfield_reads_only(line: &[&[u8]]) -> bool {
+    let mut i = 2;
+    while i < line.len() {
+        let more = line.len() - i - 1;
+        let op = line[i];
+        if is(op, "get") && more >= 2 {
+            i += 3;
+        } else if is(op, "overflow") && more >= 1 {
+            i += 2;
+        } else {
+            return false;
+        }
+    }
+    true
 }
 
 /// Follows key specs over a command line (Redis's

@@ -60,6 +60,17 @@ fn set(ctx: &mut Ctx<'_>, args: Args<'_>) {
             if changed("appendonly") || changed("appendfsync") {
                 crate::persist::aof::config_changed(ctx.server);
             }
+            if changed("requirepass") {
+                let password = ctx.server.config.requirepass();
+                ctx.server
+                    .security
+                    .users
+                    .set_default_password(password.as_deref());
+            }
+            if changed("acllog-max-len") {
+                let max = ctx.server.config.acllog_max_len();
+                ctx.server.security.log.trim(max);
+            }
             ctx.out.ok()
         }
         Err(e) => ctx.out.error(&e),

@@ -5,6 +5,7 @@
 //! them into the single table that names, arities, flags and key positions
 //! come from (dispatch, locking, COMMAND and MULTI all read it).
 
+pub mod acl;
 pub mod aof;
 pub mod bitops;
 pub mod blocking;
@@ -370,6 +371,7 @@ pub struct Table {
 impl Table {
     fn build() -> Table {
         let families: &[&'static [CommandSpec]] = &[
+            acl::COMMANDS,
             aof::COMMANDS,
             bitops::COMMANDS,
             blocking::COMMANDS,

@@ -851,7 +851,10 @@ impl Host for ScriptHost<'_, '_> {
                 );
             }
         };
-        if let Some(msg) = self.refusal(cmd.spec) {
+        let refused = self.refusal(cmd.spec).or_else(|| {
+            crate::security::script_command_denied(self.ctx.server, self.ctx.session, cmd, args)
+        });
+        if let Some(msg) = refused {
             count_rejected(self.ctx, Some(cmd));
             self.ctx.server.count_error(msg.as_bytes());
             return Reply::Error(msg.into_bytes());
@@ -877,11 +880,16 @@ impl Host for ScriptHost<'_, '_> {
     }
 
     fn acl_check(&mut self, args: Args<'_>) -> Option<bool> {
-        // No ACLs yet: every existing command is allowed (arity aside).
-        match dispatch::lookup(args) {
-            Ok(_) | Err(dispatch::LookupError::Arity(_)) => Some(true),
-            Err(dispatch::LookupError::Unknown) => None,
-        }
+        let cmd = match dispatch::lookup(args) {
+            Ok(c) | Err(dispatch::LookupError::Arity(c)) => c,
+            Err(dispatch::LookupError::Unknown) => return None,
+        };
+        Some(crate::security::allowed(
+            self.ctx.server,
+            self.ctx.session,
+            cmd,
+            args,
+        ))
     }
 
     fn log(&mut self, level: LogLevel, message: &[u8]) {
