@@ -554,6 +554,8 @@ pub struct Config {
     /// `user` directives (name then rules), validated, loaded into the
     /// ACL at start-up.
     pub user_lines: Vec<Vec<Vec<u8>>>,
+    /// `rename-command` directives (old name, new name), in order.
+    pub renames: Vec<(String, String)>,
 }
 
 impl Default for Config {
@@ -567,6 +569,7 @@ impl Default for Config {
             file: None,
             hot: HotConfig::default(),
             user_lines: Vec::new(),
+            renames: Vec::new(),
         };
         c.hot.active_expire_enabled.store(true, Ordering::Relaxed);
         c.refresh_hot();
@@ -685,6 +688,11 @@ impl Config {
         if name.eq_ignore_ascii_case("user") && words.len() >= 2 {
             let line = crate::security::users::validate_config_line(&words[1..], &self.user_lines)?;
             self.user_lines.push(line);
+            return Ok(());
+        }
+        if name.eq_ignore_ascii_case("rename-command") && words.len() == 3 {
+            self.renames.push((words[1].clone(), words[2].clone()));
+            crate::cmd::rename_table(&self.renames)?;
             return Ok(());
         }
         if name.eq_ignore_ascii_case("rename-command") || name.eq_ignore_ascii_case("loadmodule") {

@@ -55,6 +55,13 @@ pub fn run(args: &[String]) -> i32 {
         n => n,
     };
     let server = Server::new(config, threads).into_arc();
+    match cmd::rename_table(&server.config.renames) {
+        Ok(renames) => cmd::install_renames(renames),
+        Err(e) => {
+            eprintln!("{e}");
+            return 1;
+        }
+    }
     if let Err(e) = security::load_at_startup(&server) {
         tracing::error!("{e}");
         eprintln!("{e}");

@@ -546,3 +546,90 @@ fn malformed_rules_name_the_rule() {
     assert!(err(&mut c, &["ACL", "GENPASS", "5000"]).contains("ACL GENPASS argument must be"));
     assert_eq!(text(ok(&mut c, &["ACL", "GENPASS", "5"])).len(), 2);
 }
+
+/// A non-loopback address of this machine, if it has one.
+fn outside_address() -> Option<std::net::IpAddr> {
+    let s = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    s.connect("192.0.2.1:9").ok()?;
+    let ip = s.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
+}
+
+#[test]
+fn protected_mode_refuses_remote_clients_without_a_password() {
+    let Some(ip) = outside_address() else {
+        eprintln!("no non-loopback address: protected mode test skipped");
+        return;
+    };
+    let ip = ip.to_string();
+    let s = Server::start(&["--bind", "127.0.0.1", &ip]);
+    let remote = |port: u16| {
+        use std::io::{Read, Write};
+        let mut c = std::net::TcpStream::connect((ip.as_str(), port)).unwrap();
+        c.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+            .unwrap();
+        c.write_all(b"PING\r\n").unwrap();
+        let mut reply = Vec::new();
+        let _ = c.read_to_end(&mut reply);
+        String::from_utf8_lossy(&reply).into_owned()
+    };
+    let denied = remote(s.port);
+    assert!(
+        denied.starts_with("-DENIED Redis is running in protected mode"),
+        "{denied}"
+    );
+    let mut local = s.conn();
+    ok(&mut local, &["CONFIG", "SET", "requirepass", "pw"]);
+    let accepted = remote(s.port);
+    assert!(accepted.starts_with("-NOAUTH"), "{accepted}");
+}
+
+#[test]
+fn rename_command_hides_and_renames() {
+    let s = Server::start(&[
+        "--rename-command",
+        "set",
+        "myset",
+        "--rename-command",
+        "flushall",
+        "",
+    ]);
+    let mut c = s.conn();
+    ok(&mut c, &["MYSET", "k", "v"]);
+    assert!(err(&mut c, &["SET", "k", "v"]).contains("unknown command 'SET'"));
+    assert!(err(&mut c, &["FLUSHALL"]).contains("unknown command"));
+    for (args, wanted) in [
+        (
+            vec!["--rename-command", "nosuch", "x"],
+            "No such command in rename-command",
+        ),
+        (
+            vec!["--rename-command", "set", "get"],
+            "Target command name already exists",
+        ),
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_vireo"))
+            .args(["--port", "0"])
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(wanted),
+            "{args:?}"
+        );
+    }
+}
+
+#[test]
+fn protected_configs_need_enable_protected_configs() {
+    let s = Server::start(&[]);
+    let mut c = s.conn();
+    let e = err(&mut c, &["CONFIG", "SET", "dir", "/tmp"]);
+    assert_eq!(
+        e,
+        "ERR CONFIG SET failed (possibly related to argument 'dir') - can't set protected config"
+    );
+    let s = Server::start(&["--enable-protected-configs", "local"]);
+    ok(&mut s.conn(), &["CONFIG", "SET", "dbfilename", "x.rdb"]);
+}

@@ -56,6 +56,34 @@ pub fn load_at_startup(server: &Server) -> Result<(), String> {
     Ok(())
 }
 
+/// What a non-local client gets in protected mode (Redis's words).
+pub const PROTECTED_MODE_DENIED: &str = "-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
+
+/// `protected-mode yes` with a default user needing no password: only
+/// loopback and Unix-socket clients are accepted (Redis 7.0 no longer
+/// looks at `bind` for this).
+pub fn protected_mode_refuses(server: &Server, addr: &str, unix: bool) -> bool {
+    !unix
+        && !is_loopback(addr)
+        && server.config.flag("protected-mode")
+        && server.security.users.default_user().rules().nopass()
+}
+
+/// A Unix-socket or loopback client (Redis's `islocalClient`).
+pub fn is_local(client: &crate::net::client::ClientShared) -> bool {
+    use std::sync::atomic::Ordering;
+    client.flags.load(Ordering::Relaxed) & crate::net::client::cflags::UNIX != 0
+        || is_loopback(&client.addr)
+}
+
+/// Whether a peer address `ip:port` (IPv6 possibly in brackets) is the
+/// loopback interface, as Redis's `islocalClient` decides.
+pub fn is_loopback(addr: &str) -> bool {
+    let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host == "127.0.0.1" || host == "::1" || host == "::ffff:127.0.0.1"
+}
+
 /// The user a session runs as (`None` in the session is the default user).
 pub fn session_user(server: &Server, session: &Session) -> Arc<UserHandle> {
     session
