@@ -823,20 +823,17 @@ impl Config {
 
     /// CONFIG REWRITE: rewrites the start-up config file, keeping comments
     /// and unknown lines, updating changed directives in place, dropping
-    /// directives now at their default and appending the rest.
-    pub fn rewrite(&self) -> Result<(), String> {
-        self.rewrite_file(false)
-    }
-
-    /// DEBUG CONFIG-REWRITE-FORCE-ALL: CONFIG REWRITE that also writes the
-    /// parameters at their defaults.
-    pub fn rewrite_force_all(&self) -> Result<(), String> {
-        self.rewrite_file(true)
+    /// directives now at their default and appending the rest; the ACL
+    /// users become its `user` lines (`users` empty: every `user` line
+    /// goes, as Redis does when an ACL file holds them). `force_all` (DEBUG
+    /// CONFIG-REWRITE-FORCE-ALL) writes parameters at their defaults too.
+    pub fn rewrite_with_users(&self, users: &[String], force_all: bool) -> Result<(), String> {
+        self.rewrite_file(force_all, users)
     }
 
     /// Rewrites the config file; `force_all` keeps directives at their
     /// defaults too.
-    fn rewrite_file(&self, force_all: bool) -> Result<(), String> {
+    fn rewrite_file(&self, force_all: bool, users: &[String]) -> Result<(), String> {
         let Some(path) = &self.file else {
             return Err("ERR The server is running without a config file".into());
         };
@@ -844,8 +841,22 @@ impl Config {
         let values = self.values.read();
         let mut written: Vec<&'static str> = Vec::new();
         let mut out = String::new();
+        let mut users_written = false;
         for line in old.lines() {
             let words = split_args(line).unwrap_or_default();
+            if words
+                .first()
+                .is_some_and(|w| w.eq_ignore_ascii_case("user"))
+            {
+                if !users_written {
+                    users.iter().for_each(|u| {
+                        out.push_str(u);
+                        out.push('\n');
+                    });
+                    users_written = true;
+                }
+                continue;
+            }
             let param = words
                 .first()
                 .filter(|w| !w.starts_with('#'))
@@ -880,6 +891,12 @@ impl Config {
                 out.push_str(&l);
                 out.push('\n');
             }
+        }
+        if !users_written {
+            users.iter().for_each(|u| {
+                out.push_str(u);
+                out.push('\n');
+            });
         }
         let tmp = path.with_extension("tmp-rewrite");
         std::fs::write(&tmp, out)
@@ -1685,6 +1702,53 @@ mod tests {
     }
 
     #[test]
+    fn rewrite_replaces_user_lines_with_the_users() {
+        let dir = std::env::temp_dir().join(format!("vireo-rwu-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("u.conf");
+        std::fs::write(&f, "port 7003\nuser a on\n# note\nuser b off\n").unwrap();
+        let c = Config::from_args(&args(&[f.to_str().unwrap()])).unwrap();
+        assert_eq!(c.user_lines.len(), 2);
+        let users = [
+            "user a on nopass ~* &* +@all".to_string(),
+            "user c off".to_string(),
+        ];
+        c.rewrite_with_users(&users, false).unwrap();
+        let text = std::fs::read_to_string(&f).unwrap();
+        assert_eq!(
+            text,
+            "port 7003\nuser a on nopass ~* &* +@all\nuser c off\n# note\n"
+        );
+        c.rewrite_with_users(&[], false).unwrap();
+        let text = std::fs::read_to_string(&f).unwrap();
+        assert_eq!(text, "port 7003\n# note\n");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn rename_command_lines_are_checked_in_order() {
+        let renames = |pairs: &[(&str, &str)]| {
+            crate::cmd::rename_table(
+                &pairs
+                    .iter()
+                    .map(|(a, b)| (a.to_string(), b.to_string()))
+                    .collect::<Vec<_>>(),
+            )
+        };
+        let t = renames(&[("SET", "myset"), ("myset", "other"), ("get", "")]).unwrap();
+        assert!(t[b"set".as_slice()].is_none() && t[b"get".as_slice()].is_none());
+        assert_eq!(t[b"other".as_slice()].unwrap().spec.name, "set");
+        assert_eq!(
+            renames(&[("set", "x"), ("set", "y")]).err().unwrap(),
+            "No such command in rename-command"
+        );
+        assert_eq!(
+            renames(&[("get", "set")]).err().unwrap(),
+            "Target command name already exists"
+        );
+    }
+
+    #[test]
     fn rewrite_round_trip() {
         let dir = std::env::temp_dir().join(format!("vireo-rw-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -1693,7 +1757,7 @@ mod tests {
         let c = Config::from_args(&args(&[f.to_str().unwrap()])).unwrap();
         c.set(&[(b"maxclients", b"10000"), (b"timeout", b"7")])
             .unwrap();
-        c.rewrite().unwrap();
+        c.rewrite_with_users(&[], false).unwrap();
         let text = std::fs::read_to_string(&f).unwrap();
         assert!(
             text.contains("# keep me") && text.contains("port 7002") && text.contains("timeout 7")
@@ -1703,7 +1767,9 @@ mod tests {
         assert_eq!(again.hot.timeout.load(Ordering::Relaxed), 7);
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(
-            Config::default().rewrite().unwrap_err(),
+            Config::default()
+                .rewrite_with_users(&[], false)
+                .unwrap_err(),
             "ERR The server is running without a config file"
         );
     }

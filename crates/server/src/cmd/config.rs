@@ -115,7 +115,8 @@ fn resetstat(ctx: &mut Ctx<'_>, _args: Args<'_>) {
 /// CONFIG REWRITE: writes the running configuration back to the file the
 /// server was started with.
 fn rewrite(ctx: &mut Ctx<'_>, _args: Args<'_>) {
-    match ctx.server.config.rewrite() {
+    let users = crate::security::config_user_lines(ctx.server);
+    match ctx.server.config.rewrite_with_users(&users, false) {
         Ok(()) => ctx.out.ok(),
         Err(e) => ctx.out.error(&e),
     }

@@ -84,6 +84,21 @@ pub fn is_loopback(addr: &str) -> bool {
     host == "127.0.0.1" || host == "::1" || host == "::ffff:127.0.0.1"
 }
 
+/// The `user` lines CONFIG REWRITE writes: every user, unless an ACL file
+/// holds them (Redis's `rewriteConfigUserOption`).
+pub fn config_user_lines(server: &Server) -> Vec<String> {
+    if !server.config.aclfile().is_empty() {
+        return Vec::new();
+    }
+    server
+        .security
+        .users
+        .describe_all()
+        .iter()
+        .map(|l| String::from_utf8_lossy(l).into_owned())
+        .collect()
+}
+
 /// The user a session runs as (`None` in the session is the default user).
 pub fn session_user(server: &Server, session: &Session) -> Arc<UserHandle> {
     session
