@@ -542,21 +542,16 @@ fn has_keys(spec: &CommandSpec, doc: Option<&CommandDoc>) -> bool {
 }
 
 /// The (position, flags) of each key in a command line (`line[0]` is the
-/// command name), None when the arguments do not locate them: what ACLs
-/// check keys against, as Redis's `getKeysFromCommandWithSpecs`.
-pub fn keys_and_flags(spec: &CommandSpec, line: &[&[u8]]) -> Option<Vec<(usize, u32)>> {
-    find_keys(spec, docs::doc(spec.name), line)
-}
-
-/// The (position, flags) of each key in a command line (`line[0]` is the
-/// command name), or None when the arguments do not locate the keys.
+/// command name), or None when the arguments do not locate the keys; what
+/// ACLs check keys against too, as Redis's `getKeysFromCommandWithSpecs`
+/// (`doc` is the command's [`docs::doc`], which callers may cache).
 ///
 /// Key specs are followed as Redis does. A spec that cannot be followed
 /// (unknown begin search, as for SORT's STORE) hands over to the execution
 /// table's key finder; each key it finds takes the flags of the index spec
 /// at its position, or else of the last spec. Commands whose flags vary
 /// with the arguments (SET with or without GET) get them computed.
-fn find_keys(
+pub fn find_keys(
     spec: &CommandSpec,
     doc: Option<&CommandDoc>,
     line: &[&[u8]],
@@ -614,7 +609,7 @@ fn find_keys(
 
 /// Key flags of commands whose key specs say `variable_flags`: SET reads
 /// the old value only with GET.
-fn variable_key_flags(name: &str, line: &[&[u8]]) -> Option<u32> {
+pub fn variable_key_flags(name: &str, line: &[&[u8]]) -> Option<u32> {
     match name {
         "set" if line.iter().skip(3).any(|a| is(a, "get")) => {
             Some(keyflags::RW | keyflags::ACCESS | keyflags::UPDATE)

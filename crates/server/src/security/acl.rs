@@ -65,7 +65,96 @@ struct CommandFacts {
     children: Vec<Vec<usize>>,
     /// The ids of top-level commands, in table order.
     top: Vec<usize>,
+    /// Each command's documentation (its key specs), by id.
+    docs: Vec<Option<&'static crate::cmd::docs::CommandDoc>>,
+    /// How each command's keys are found, by id.
+    key_plans: Vec<KeyPlan>,
 }
+
+/// One index-and-range key spec: (first index, last key, step, limit,
+/// key-spec flags), as `docs.txt` gives it.
+type RangeSpec = (i32, i32, i32, i32, u32);
+
+/// How a command's keys are found for the check, decided once per
+/// command: most commands' key specs are plain index-and-range ones, which
+/// are followed here over the arguments without allocating; the rest go
+/// through [`crate::cmd::command::find_keys`].
+enum KeyPlan {
+    /// No keys.
+    NoKeys,
+    /// Index-and-range specs only; `variable` when the flags depend on the
+    /// arguments (SET … GET).
+    Ranges {
+        specs: Vec<RangeSpec>,
+        variable: bool,
+    },
+    /// Keyword searches, key counts, incomplete specs, no documentation.
+    General,
+}
+
+impl KeyPlan {
+    fn of(doc: Option<&crate::cmd::docs::CommandDoc>) -> KeyPlan {
+        use crate::cmd::docs::{BeginSearch, FindKeys};
+        let Some(doc) = doc else {
+            return KeyPlan::General;
+        };
+        let mut specs = Vec::new();
+        let mut variable = false;
+        for ks in &doc.key_specs {
+            if ks.flags & keyflags::NOT_KEY != 0 {
+                continue;
+            }
+            if ks.flags & keyflags::INCOMPLETE != 0 {
+                return KeyPlan::General;
+            }
+            variable |= ks.flags & keyflags::VARIABLE_FLAGS != 0;
+            match (ks.begin, ks.find) {
+                (
+                    BeginSearch::Index(first),
+                    FindKeys::Range {
+                        lastkey,
+                        step,
+                        limit,
+                    },
+                ) => specs.push((first, lastkey, step, limit, ks.flags)),
+                _ => return KeyPlan::General,
+            }
+        }
+        if specs.is_empty() {
+            KeyPlan::NoKeys
+        } else {
+            KeyPlan::Ranges { specs, variable }
+        }
+    }
+}
+
+/// Follows index-and-range specs over `argc` arguments as
+/// `find_keys` does: any spec the arguments do not fit means no keys.
+fn range_keys(specs: &[RangeSpec], argc: usize, out: &mut Keys) {
+    let argc = argc as i64;
+    for &(first, lastkey, step, limit, kflags) in specs {
+        let first = i64::from(first);
+        let last = if lastkey >= 0 {
+            first + i64::from(lastkey)
+        } else if limit == 0 {
+            argc + i64::from(lastkey)
+        } else {
+            first + (argc - first) / i64::from(limit) + i64::from(lastkey)
+        };
+        if last >= argc || last < first || first >= argc || step <= 0 {
+            out.clear();
+            return;
+        }
+        let mut i = first;
+        while i <= last {
+            out.push((i as usize, kflags));
+            i += i64::from(step);
+        }
+    }
+}
+
+/// Key positions with their flags.
+type Keys = smallvec::SmallVec<[(usize, u32); 4]>;
 
 fn facts() -> &'static CommandFacts {
     static FACTS: OnceLock<CommandFacts> = OnceLock::new();
@@ -94,10 +183,18 @@ fn facts() -> &'static CommandFacts {
             .filter(|(_, s)| !s.name.contains('|'))
             .map(|(i, _)| i)
             .collect();
+        let docs: Vec<_> = t
+            .all
+            .iter()
+            .map(|s| crate::cmd::docs::doc(s.name))
+            .collect();
+        let key_plans = docs.iter().map(|d| KeyPlan::of(*d)).collect();
         CommandFacts {
             categories,
             children,
             top,
+            docs,
+            key_plans,
         }
     })
 }
@@ -622,14 +719,32 @@ pub fn channel_in_list(list: &[Vec<u8>], channel: &[u8], is_pattern: bool) -> bo
 /// for all selectors.
 #[derive(Default)]
 struct KeyCache {
-    keys: Option<Vec<(usize, u32)>>,
+    keys: Option<Keys>,
 }
 
 impl KeyCache {
     fn get(&mut self, cmd: CmdRef, args: Args<'_>) -> &[(usize, u32)] {
         self.keys.get_or_insert_with(|| {
-            let line: Vec<&[u8]> = args.iter().collect();
-            crate::cmd::command::keys_and_flags(cmd.spec, &line).unwrap_or_default()
+            let f = facts();
+            let mut keys = Keys::new();
+            let line = || args.iter().collect::<smallvec::SmallVec<[&[u8]; 8]>>();
+            match &f.key_plans[cmd.id] {
+                KeyPlan::NoKeys => {}
+                KeyPlan::Ranges { specs, variable } => {
+                    range_keys(specs, args.len(), &mut keys);
+                    if *variable {
+                        let found = crate::cmd::command::variable_key_flags(cmd.spec.name, &line());
+                        if let Some(vf) = found {
+                            keys.iter_mut().for_each(|k| k.1 = vf);
+                        }
+                    }
+                }
+                KeyPlan::General => {
+                    let found = crate::cmd::command::find_keys(cmd.spec, f.docs[cmd.id], &line());
+                    keys.extend(found.unwrap_or_default());
+                }
+            }
+            keys
         })
     }
 }
@@ -1153,6 +1268,30 @@ mod tests {
             Err(Denied::Key(3))
         );
         assert_eq!(check(&s, &["mget", "key", "otherkey"]), Ok(()));
+    }
+
+    #[test]
+    fn the_key_fast_path_finds_what_the_general_finder_does() {
+        let words: &[&[u8]] = &[
+            b"k", b"2", b"0", b"-1", b"GET", b"STORE", b"KEYS", b"x", b"",
+        ];
+        let mut rng = fastrand::Rng::with_seed(5);
+        let t = table();
+        for cmd in t
+            .all
+            .iter()
+            .filter_map(|s| t.lookup_full(s.name.as_bytes()))
+        {
+            for _ in 0..40 {
+                let mut line: Vec<&[u8]> = cmd.spec.name.split('|').map(str::as_bytes).collect();
+                line.extend((0..rng.usize(..7)).map(|_| words[rng.usize(..words.len())]));
+                let owned = vireo_resp::OwnedArgs::from_slices(line.iter());
+                let got = KeyCache::default().get(cmd, owned.as_args()).to_vec();
+                let want = crate::cmd::command::find_keys(cmd.spec, facts().docs[cmd.id], &line)
+                    .unwrap_or_default();
+                assert_eq!(got, want, "{line:?}");
+            }
+        }
     }
 
     #[test]
