@@ -633,3 +633,25 @@ fn protected_configs_need_enable_protected_configs() {
     let s = Server::start(&["--enable-protected-configs", "local"]);
     ok(&mut s.conn(), &["CONFIG", "SET", "dbfilename", "x.rdb"]);
 }
+
+#[test]
+fn client_kill_and_list_know_users() {
+    let s = Server::start(&[]);
+    let mut admin = s.conn();
+    ok(
+        &mut admin,
+        &["ACL", "SETUSER", "k", "on", "nopass", "+@all"],
+    );
+    let mut victim = login(&s, "k", "x");
+    assert!(text(ok(&mut admin, &["CLIENT", "LIST"])).contains("user=k "));
+    assert_eq!(
+        err(&mut admin, &["CLIENT", "KILL", "USER", "nosuch"]),
+        "ERR No such user 'nosuch'"
+    );
+    assert_eq!(
+        ok(&mut admin, &["CLIENT", "KILL", "USER", "k"]),
+        Value::Int(1)
+    );
+    assert!(q(&mut victim, &["PING"]).is_err());
+    assert!(!text(ok(&mut admin, &["CLIENT", "LIST"])).contains("user=k "));
+}
