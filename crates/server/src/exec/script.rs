@@ -851,9 +851,15 @@ impl Host for ScriptHost<'_, '_> {
                 );
             }
         };
-        let refused = self.refusal(cmd.spec).or_else(|| {
-            crate::security::script_command_denied(self.ctx.server, self.ctx.session, cmd, args)
-        });
+        // Redis's order: not-in-scripts, then ACLs, then the write and
+        // memory refusals.
+        let acl =
+            || crate::security::script_command_denied(self.ctx.server, self.ctx.session, cmd, args);
+        let refused = if cmd.spec.has(flags::NOSCRIPT) {
+            self.refusal(cmd.spec)
+        } else {
+            acl().or_else(|| self.refusal(cmd.spec))
+        };
         if let Some(msg) = refused {
             count_rejected(self.ctx, Some(cmd));
             self.ctx.server.count_error(msg.as_bytes());
