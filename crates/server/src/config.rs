@@ -233,6 +233,11 @@ static PARAMS: &[Param] = &[
     p("tracking-table-max-keys", int(0, I32), "1000000"),
     p("acllog-max-len", NONNEG, "128"),
     fixed("aclfile", S, ""),
+    p(
+        "acl-pubsub-default",
+        Kind::Enum(&["allchannels", "resetchannels"]),
+        "resetchannels",
+    ),
     p("requirepass", S, ""),
     // Clients and memory.
     p("maxclients", int(1, I32), "10000"),
@@ -556,6 +561,11 @@ pub struct Config {
     file: Option<PathBuf>,
     /// Hot-path mirrors.
     pub hot: HotConfig,
+    /// `user` directives (name then rules), validated, loaded into the
+    /// ACL at start-up.
+    pub user_lines: Vec<Vec<Vec<u8>>>,
+    /// `rename-command` directives (old name, new name), in order.
+    pub renames: Vec<(String, String)>,
 }
 
 impl Default for Config {
@@ -568,6 +578,8 @@ impl Default for Config {
             values: RwLock::new(values),
             file: None,
             hot: HotConfig::default(),
+            user_lines: Vec::new(),
+            renames: Vec::new(),
         };
         c.hot.active_expire_enabled.store(true, Ordering::Relaxed);
         c.refresh_hot();
@@ -683,10 +695,17 @@ impl Config {
             }
             return Ok(());
         }
-        if name.eq_ignore_ascii_case("rename-command")
-            || name.eq_ignore_ascii_case("user")
-            || name.eq_ignore_ascii_case("loadmodule")
-        {
+        if name.eq_ignore_ascii_case("user") && words.len() >= 2 {
+            let line = crate::security::users::validate_config_line(&words[1..], &self.user_lines)?;
+            self.user_lines.push(line);
+            return Ok(());
+        }
+        if name.eq_ignore_ascii_case("rename-command") && words.len() == 3 {
+            self.renames.push((words[1].clone(), words[2].clone()));
+            crate::cmd::rename_table(&self.renames)?;
+            return Ok(());
+        }
+        if name.eq_ignore_ascii_case("rename-command") || name.eq_ignore_ascii_case("loadmodule") {
             return Err("Bad directive or wrong number of arguments".into());
         }
         let param = find(name).ok_or("Bad directive or wrong number of arguments")?;
@@ -814,20 +833,17 @@ impl Config {
 
     /// CONFIG REWRITE: rewrites the start-up config file, keeping comments
     /// and unknown lines, updating changed directives in place, dropping
-    /// directives now at their default and appending the rest.
-    pub fn rewrite(&self) -> Result<(), String> {
-        self.rewrite_file(false)
-    }
-
-    /// DEBUG CONFIG-REWRITE-FORCE-ALL: CONFIG REWRITE that also writes the
-    /// parameters at their defaults.
-    pub fn rewrite_force_all(&self) -> Result<(), String> {
-        self.rewrite_file(true)
+    /// directives now at their default and appending the rest; the ACL
+    /// users become its `user` lines (`users` empty: every `user` line
+    /// goes, as Redis does when an ACL file holds them). `force_all` (DEBUG
+    /// CONFIG-REWRITE-FORCE-ALL) writes parameters at their defaults too.
+    pub fn rewrite_with_users(&self, users: &[String], force_all: bool) -> Result<(), String> {
+        self.rewrite_file(force_all, users)
     }
 
     /// Rewrites the config file; `force_all` keeps directives at their
     /// defaults too.
-    fn rewrite_file(&self, force_all: bool) -> Result<(), String> {
+    fn rewrite_file(&self, force_all: bool, users: &[String]) -> Result<(), String> {
         let Some(path) = &self.file else {
             return Err("ERR The server is running without a config file".into());
         };
@@ -835,8 +851,22 @@ impl Config {
         let values = self.values.read();
         let mut written: Vec<&'static str> = Vec::new();
         let mut out = String::new();
+        let mut users_written = false;
         for line in old.lines() {
             let words = split_args(line).unwrap_or_default();
+            if words
+                .first()
+                .is_some_and(|w| w.eq_ignore_ascii_case("user"))
+            {
+                if !users_written {
+                    users.iter().for_each(|u| {
+                        out.push_str(u);
+                        out.push('\n');
+                    });
+                    users_written = true;
+                }
+                continue;
+            }
             let param = words
                 .first()
                 .filter(|w| !w.starts_with('#'))
@@ -871,6 +901,12 @@ impl Config {
                 out.push_str(&l);
                 out.push('\n');
             }
+        }
+        if !users_written {
+            users.iter().for_each(|u| {
+                out.push_str(u);
+                out.push('\n');
+            });
         }
         let tmp = path.with_extension("tmp-rewrite");
         std::fs::write(&tmp, out)
@@ -1069,6 +1105,18 @@ impl Config {
     pub fn databases(&self) -> usize {
         self.num("databases") as usize
     }
+    /// `acllog-max-len`.
+    pub fn acllog_max_len(&self) -> usize {
+        usize::try_from(self.num("acllog-max-len")).unwrap_or(0)
+    }
+    /// `acl-pubsub-default allchannels`: new users may use every channel.
+    pub fn acl_pubsub_all(&self) -> bool {
+        self.raw("acl-pubsub-default") == "allchannels"
+    }
+    /// `aclfile` (empty: none).
+    pub fn aclfile(&self) -> String {
+        self.raw("aclfile")
+    }
     /// `requirepass`, when one is set.
     pub fn requirepass(&self) -> Option<Vec<u8>> {
         Some(self.raw("requirepass"))
@@ -1220,7 +1268,7 @@ impl Config {
 }
 
 /// strerror-style text of an I/O error, as Redis prints it.
-fn io_reason(e: &std::io::Error) -> String {
+pub fn io_reason(e: &std::io::Error) -> String {
     match e.kind() {
         std::io::ErrorKind::NotFound => "No such file or directory".into(),
         std::io::ErrorKind::PermissionDenied => "Permission denied".into(),
@@ -1684,6 +1732,53 @@ mod tests {
     }
 
     #[test]
+    fn rewrite_replaces_user_lines_with_the_users() {
+        let dir = std::env::temp_dir().join(format!("vireo-rwu-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("u.conf");
+        std::fs::write(&f, "port 7003\nuser a on\n# note\nuser b off\n").unwrap();
+        let c = Config::from_args(&args(&[f.to_str().unwrap()])).unwrap();
+        assert_eq!(c.user_lines.len(), 2);
+        let users = [
+            "user a on nopass ~* &* +@all".to_string(),
+            "user c off".to_string(),
+        ];
+        c.rewrite_with_users(&users, false).unwrap();
+        let text = std::fs::read_to_string(&f).unwrap();
+        assert_eq!(
+            text,
+            "port 7003\nuser a on nopass ~* &* +@all\nuser c off\n# note\n"
+        );
+        c.rewrite_with_users(&[], false).unwrap();
+        let text = std::fs::read_to_string(&f).unwrap();
+        assert_eq!(text, "port 7003\n# note\n");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn rename_command_lines_are_checked_in_order() {
+        let renames = |pairs: &[(&str, &str)]| {
+            crate::cmd::rename_table(
+                &pairs
+                    .iter()
+                    .map(|(a, b)| (a.to_string(), b.to_string()))
+                    .collect::<Vec<_>>(),
+            )
+        };
+        let t = renames(&[("SET", "myset"), ("myset", "other"), ("get", "")]).unwrap();
+        assert!(t[b"set".as_slice()].is_none() && t[b"get".as_slice()].is_none());
+        assert_eq!(t[b"other".as_slice()].unwrap().spec.name, "set");
+        assert_eq!(
+            renames(&[("set", "x"), ("set", "y")]).err().unwrap(),
+            "No such command in rename-command"
+        );
+        assert_eq!(
+            renames(&[("get", "set")]).err().unwrap(),
+            "Target command name already exists"
+        );
+    }
+
+    #[test]
     fn rewrite_round_trip() {
         let dir = std::env::temp_dir().join(format!("vireo-rw-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -1692,7 +1787,7 @@ mod tests {
         let c = Config::from_args(&args(&[f.to_str().unwrap()])).unwrap();
         c.set(&[(b"maxclients", b"10000"), (b"timeout", b"7")])
             .unwrap();
-        c.rewrite().unwrap();
+        c.rewrite_with_users(&[], false).unwrap();
         let text = std::fs::read_to_string(&f).unwrap();
         assert!(
             text.contains("# keep me") && text.contains("port 7002") && text.contains("timeout 7")
@@ -1702,7 +1797,9 @@ mod tests {
         assert_eq!(again.hot.timeout.load(Ordering::Relaxed), 7);
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(
-            Config::default().rewrite().unwrap_err(),
+            Config::default()
+                .rewrite_with_users(&[], false)
+                .unwrap_err(),
             "ERR The server is running without a config file"
         );
     }

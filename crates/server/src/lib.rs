@@ -10,6 +10,7 @@ pub mod net;
 pub mod ops;
 pub mod persist;
 pub mod repl;
+pub mod security;
 pub mod server;
 
 use std::sync::atomic::Ordering;
@@ -54,6 +55,18 @@ pub fn run(args: &[String]) -> i32 {
         n => n,
     };
     let server = Server::new(config, threads).into_arc();
+    match cmd::rename_table(&server.config.renames) {
+        Ok(renames) => cmd::install_renames(renames),
+        Err(e) => {
+            eprintln!("{e}");
+            return 1;
+        }
+    }
+    if let Err(e) = security::load_at_startup(&server) {
+        tracing::error!("{e}");
+        eprintln!("{e}");
+        return 1;
+    }
     match start(server) {
         Ok(()) => 0,
         Err(e) => {

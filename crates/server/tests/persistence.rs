@@ -333,7 +333,7 @@ fn sigterm_saves_and_exits_cleanly() {
 
 #[test]
 fn failed_bgsave_stops_writes_with_misconf() {
-    let srv = Server::start(&[]);
+    let srv = Server::start(&["--enable-protected-configs", "yes"]);
     let mut con = srv.conn();
     // Save into a directory that vanishes: creating the file fails.
     let doomed = common::fresh_dir();

@@ -131,7 +131,16 @@ fn unknown_type_error(name: &[u8]) -> String {
 
 /// CLIENT LIST [TYPE type] [ID id ...]: one line per matching client.
 fn list(ctx: &mut Ctx<'_>, args: Args<'_>) {
-    let clients = ctx.server.clients.snapshot();
+    // A client another one killed (CLIENT KILL, ACL changes) is gone for
+    // Redis at once; here its worker closes it a moment later.
+    let me = ctx.session.id;
+    let clients: Vec<_> = ctx
+        .server
+        .clients
+        .snapshot()
+        .into_iter()
+        .filter(|c| c.id == me || !c.killed.load(Ordering::Relaxed))
+        .collect();
     let mut out = String::new();
     if args.len() == 4 && is(args.get(2), "type") {
         let Some(t) = ClientType::parse(args.get(3)) else {
@@ -177,6 +186,7 @@ struct KillFilter<'a> {
     addr: Option<&'a [u8]>,
     laddr: Option<&'a [u8]>,
     ctype: Option<ClientType>,
+    user: Option<&'a [u8]>,
     skip_me: bool,
 }
 
@@ -185,6 +195,7 @@ impl KillFilter<'_> {
         self.id.iter().all(|&id| c.id == id)
             && self.addr.iter().all(|&a| a == c.addr.as_bytes())
             && self.laddr.iter().all(|&a| a == c.laddr.as_bytes())
+            && self.user.iter().all(|&u| u == c.user_name().as_bytes())
             && self.ctype.iter().all(|&t| ClientType::of(c) == t)
             && !(self.skip_me && c.id == me)
     }
@@ -192,7 +203,10 @@ impl KillFilter<'_> {
 
 /// Parses the new-style `option value` pairs of CLIENT KILL; Err is the
 /// error reply.
-fn parse_kill_filter(args: Args<'_>) -> Result<KillFilter<'_>, String> {
+fn parse_kill_filter<'a>(
+    args: Args<'a>,
+    users: &crate::security::users::Users,
+) -> Result<KillFilter<'a>, String> {
     let mut f = KillFilter {
         skip_me: true,
         ..KillFilter::default()
@@ -216,10 +230,10 @@ fn parse_kill_filter(args: Args<'_>) -> Result<KillFilter<'_>, String> {
         } else if is(opt, "laddr") {
             f.laddr = Some(val);
         } else if is(opt, "user") {
-            // The default user is the only one until ACLs exist.
-            if val != b"default" {
+            if users.get(val).is_none() {
                 return Err(format!("ERR No such user '{}'", text(val)));
             }
+            f.user = Some(val);
         } else if is(opt, "skipme") {
             f.skip_me = if is(val, "yes") {
                 true
@@ -249,7 +263,7 @@ fn kill(ctx: &mut Ctx<'_>, args: Args<'_>) {
             ..KillFilter::default()
         }
     } else {
-        match parse_kill_filter(args) {
+        match parse_kill_filter(args, &ctx.server.security.users) {
             Ok(f) => f,
             Err(e) => return ctx.out.error(&e),
         }
@@ -620,6 +634,7 @@ mod tests {
             addr: Some(b"1.2.3.4:5"),
             laddr: Some(b"127.0.0.1:6379"),
             ctype: Some(ClientType::Normal),
+            user: Some(b"default"),
             skip_me: false,
         };
         assert!(f.matches(&c, 7));

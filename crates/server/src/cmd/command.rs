@@ -176,7 +176,7 @@ fn help(ctx: &mut Ctx<'_>, _args: Args<'_>) {
 
 /// The command's ACL categories: its declared ones plus those its flags
 /// imply.
-fn categories(spec: &CommandSpec) -> u32 {
+pub fn categories(spec: &CommandSpec) -> u32 {
     acl::with_implicit(docs::doc(spec.name).map_or(0, |d| d.acl), spec.flags)
 }
 
@@ -542,14 +542,16 @@ fn has_keys(spec: &CommandSpec, doc: Option<&CommandDoc>) -> bool {
 }
 
 /// The (position, flags) of each key in a command line (`line[0]` is the
-/// command name), or None when the arguments do not locate the keys.
+/// command name), or None when the arguments do not locate the keys; what
+/// ACLs check keys against too, as Redis's `getKeysFromCommandWithSpecs`
+/// (`doc` is the command's [`docs::doc`], which callers may cache).
 ///
 /// Key specs are followed as Redis does. A spec that cannot be followed
 /// (unknown begin search, as for SORT's STORE) hands over to the execution
 /// table's key finder; each key it finds takes the flags of the index spec
 /// at its position, or else of the last spec. Commands whose flags vary
 /// with the arguments (SET with or without GET) get them computed.
-fn find_keys(
+pub fn find_keys(
     spec: &CommandSpec,
     doc: Option<&CommandDoc>,
     line: &[&[u8]],
@@ -559,12 +561,24 @@ fn find_keys(
         let found = spec.reported_keys(owned.as_args());
         return (!found.is_empty()).then(|| found.into_iter().map(|p| (p, 0)).collect());
     };
-    let mut keys = match keys_from_specs(&doc.key_specs, line) {
+    // An incomplete spec (MIGRATE's KEYS) hands over to the command's own
+    // finder, as Redis's does.
+    let incomplete = doc
+        .key_specs
+        .iter()
+        .any(|ks| ks.flags & keyflags::INCOMPLETE != 0);
+    let from_specs = if incomplete {
+        None
+    } else {
+        keys_from_specs(&doc.key_specs, line)
+    };
+    let mut keys = match from_specs {
         Some(k) => k,
-        None if doc
-            .key_specs
-            .iter()
-            .any(|ks| ks.begin == BeginSearch::Unknown) =>
+        None if incomplete
+            || doc
+                .key_specs
+                .iter()
+                .any(|ks| ks.begin == BeginSearch::Unknown) =>
         {
             let owned = OwnedArgs::from_slices(line.iter());
             let last = doc.key_specs.last().map_or(0, |ks| ks.flags);
@@ -595,14 +609,34 @@ fn find_keys(
 
 /// Key flags of commands whose key specs say `variable_flags`: SET reads
 /// the old value only with GET.
-fn variable_key_flags(name: &str, line: &[&[u8]]) -> Option<u32> {
+pub fn variable_key_flags(name: &str, line: &[&[u8]]) -> Option<u32> {
     match name {
         "set" if line.iter().skip(3).any(|a| is(a, "get")) => {
             Some(keyflags::RW | keyflags::ACCESS | keyflags::UPDATE)
         }
         "set" => Some(keyflags::OW | keyflags::UPDATE),
+        "bitfield" if bitfield_reads_only(line) => Some(keyflags::RO | keyflags::ACCESS),
+        "bitfield" => Some(keyflags::RW | keyflags::ACCESS | keyflags::UPDATE),
         _ => None,
     }
+}
+
+/// True when BITFIELD's operations are all GETs (Redis's
+/// `bitfieldGetKeys`: anything it cannot read counts as a write).
+fn bitfield_reads_only(line: &[&[u8]]) -> bool {
+    let mut i = 2;
+    while i < line.len() {
+        let more = line.len() - i - 1;
+        let op = line[i];
+        if is(op, "get") && more >= 2 {
+            i += 3;
+        } else if is(op, "overflow") && more >= 1 {
+            i += 2;
+        } else {
+            return false;
+        }
+    }
+    true
 }
 
 /// Follows key specs over a command line (Redis's

@@ -45,6 +45,14 @@ fn set(ctx: &mut Ctx<'_>, args: Args<'_>) {
         return ctx.out.error(errors::SYNTAX);
     }
     let pairs: Vec<(&[u8], &[u8])> = chunks.map(|p| (p[0], p[1])).collect();
+    if let Some(&(name, _)) = pairs.iter().find(|(n, _)| is_protected(n)) {
+        if !protected_allowed(ctx) {
+            return ctx.out.error(&format!(
+                "ERR CONFIG SET failed (possibly related to argument '{}') - can't set protected config",
+                super::text(name)
+            ));
+        }
+    }
     match ctx.server.config.set(&pairs) {
         Ok(()) => {
             ctx.server.apply_keyspace_config();
@@ -60,9 +68,40 @@ fn set(ctx: &mut Ctx<'_>, args: Args<'_>) {
             if changed("appendonly") || changed("appendfsync") {
                 crate::persist::aof::config_changed(ctx.server);
             }
+            if changed("requirepass") {
+                let password = ctx.server.config.requirepass();
+                ctx.server
+                    .security
+                    .users
+                    .set_default_password(password.as_deref());
+            }
+            if changed("acllog-max-len") {
+                let max = ctx.server.config.acllog_max_len();
+                ctx.server.security.log.trim(max);
+            }
             ctx.out.ok()
         }
         Err(e) => ctx.out.error(&e),
+    }
+}
+
+/// Parameters `enable-protected-configs` guards (they choose where files
+/// are written).
+fn is_protected(name: &[u8]) -> bool {
+    is(name, "dir") || is(name, "dbfilename")
+}
+
+/// Whether `enable-protected-configs` lets this client change them.
+fn protected_allowed(ctx: &Ctx<'_>) -> bool {
+    match ctx
+        .server
+        .config
+        .get_one("enable-protected-configs")
+        .as_deref()
+    {
+        Some("yes") => true,
+        Some("local") => crate::security::is_local(&ctx.session.shared),
+        _ => false,
     }
 }
 
@@ -76,7 +115,8 @@ fn resetstat(ctx: &mut Ctx<'_>, _args: Args<'_>) {
 /// CONFIG REWRITE: writes the running configuration back to the file the
 /// server was started with.
 fn rewrite(ctx: &mut Ctx<'_>, _args: Args<'_>) {
-    match ctx.server.config.rewrite() {
+    let users = crate::security::config_user_lines(ctx.server);
+    match ctx.server.config.rewrite_with_users(&users, false) {
         Ok(()) => ctx.out.ok(),
         Err(e) => ctx.out.error(&e),
     }

@@ -1,4 +1,5 @@
-//! Connection commands: PING, ECHO, SELECT, QUIT, RESET, HELLO, AUTH.
+//! Connection commands: PING, ECHO, SELECT, QUIT, RESET, HELLO, AUTH, and
+//! cluster mode's READONLY and READWRITE (refused: no cluster support).
 
 use std::sync::atomic::Ordering;
 
@@ -9,7 +10,7 @@ use super::shared::set_client_name;
 use super::{errors, flags::*, is, spec, CommandSpec, Ctx, KeySpec};
 use crate::net::client::cflags;
 use crate::net::session::ReplyMode;
-use crate::server::{Server, REDIS_VERSION};
+use crate::server::REDIS_VERSION;
 
 /// This family's commands.
 pub const COMMANDS: &[CommandSpec] = &[
@@ -38,6 +39,20 @@ pub const COMMANDS: &[CommandSpec] = &[
         hello,
     ),
     spec(
+        "readonly",
+        1,
+        FAST | LOADING | STALE,
+        KeySpec::None,
+        no_cluster,
+    ),
+    spec(
+        "readwrite",
+        1,
+        FAST | LOADING | STALE,
+        KeySpec::None,
+        no_cluster,
+    ),
+    spec(
         "auth",
         -2,
         NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | SENTINEL | ALLOW_BUSY,
@@ -62,6 +77,13 @@ fn ping(ctx: &mut Ctx<'_>, args: Args<'_>) {
             .out
             .error("ERR wrong number of arguments for 'ping' command"),
     }
+}
+
+/// READONLY / READWRITE: cluster commands, refused as Redis does when
+/// cluster support is off.
+fn no_cluster(ctx: &mut Ctx<'_>, _args: Args<'_>) {
+    ctx.out
+        .error("ERR This instance has cluster support disabled");
 }
 
 /// ECHO message.
@@ -102,7 +124,7 @@ fn reset(ctx: &mut Ctx<'_>, _args: Args<'_>) {
     s.reply_mode = ReplyMode::On;
     s.no_evict = false;
     s.no_touch = false;
-    s.authenticated = ctx.server.config.requirepass().is_none();
+    crate::security::reset_user(ctx.server, s);
     *s.shared.name.lock() = None;
     for f in [cflags::NO_EVICT, cflags::NO_TOUCH] {
         s.shared.set_flag(f, false);
@@ -118,15 +140,8 @@ fn set_protocol(ctx: &mut Ctx<'_>, p: Protocol) {
     crate::exec::tracking::protocol_changed(ctx.server, ctx.session, v == 3);
 }
 
-/// Checks a password for the `default` user (the only user until ACLs).
-/// Err is the error reply.
-fn check_password(server: &Server, user: &[u8], pass: &[u8]) -> Result<(), &'static str> {
-    match server.config.requirepass() {
-        Some(p) if user == b"default" && p == pass => Ok(()),
-        None if user == b"default" => Ok(()),
-        _ => Err("WRONGPASS invalid username-password pair or user is disabled."),
-    }
-}
+/// Redis's reply to a failed authentication.
+const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
 
 /// AUTH [username] password.
 fn auth(ctx: &mut Ctx<'_>, args: Args<'_>) {
@@ -135,19 +150,17 @@ fn auth(ctx: &mut Ctx<'_>, args: Args<'_>) {
         3 => (args.get(1), args.get(2)),
         _ => return ctx.out.error(errors::SYNTAX),
     };
-    if args.len() == 2 && ctx.server.config.requirepass().is_none() {
+    if args.len() == 2 && ctx.server.security.users.default_user().rules().nopass() {
         ctx.out.error(
             "ERR AUTH <password> called without any password configured for the default user. \
              Are you sure your configuration is correct?",
         );
         return;
     }
-    match check_password(ctx.server, user, pass) {
-        Ok(()) => {
-            ctx.session.authenticated = true;
-            ctx.out.ok();
-        }
-        Err(e) => ctx.out.error(e),
+    if crate::security::authenticate(ctx.server, ctx.session, user, pass, args.get(0)) {
+        ctx.out.ok();
+    } else {
+        ctx.out.error(WRONGPASS);
     }
 }
 
@@ -185,10 +198,9 @@ fn hello(ctx: &mut Ctx<'_>, args: Args<'_>) {
         }
     }
     if let Some((user, pass)) = credentials {
-        if let Err(e) = check_password(ctx.server, user, pass) {
-            return ctx.out.error(e);
+        if !crate::security::authenticate(ctx.server, ctx.session, user, pass, args.get(0)) {
+            return ctx.out.error(WRONGPASS);
         }
-        ctx.session.authenticated = true;
     }
     if !ctx.session.authenticated {
         ctx.out.error(

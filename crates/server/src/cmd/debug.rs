@@ -714,7 +714,8 @@ fn htstats_key(ctx: &mut Ctx<'_>, key: &[u8]) {
 
 /// DEBUG CONFIG-REWRITE-FORCE-ALL: CONFIG REWRITE writing every parameter.
 fn config_rewrite_force_all(ctx: &mut Ctx<'_>) {
-    match ctx.server.config.rewrite_force_all() {
+    let users = crate::security::config_user_lines(ctx.server);
+    match ctx.server.config.rewrite_with_users(&users, true) {
         Ok(()) => ctx.out.ok(),
         Err(e) => ctx
             .out

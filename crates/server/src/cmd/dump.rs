@@ -34,7 +34,21 @@ const MIGRATE_KEYS: KeySpec = KeySpec::Custom {
 
 /// The arguments MIGRATE names as keys (Redis's `migrateGetKeys`).
 fn migrate_keys(args: Args<'_>) -> Vec<usize> {
-    let keys_at = (6..args.len()).find(|&i| is(args.get(i), "keys"));
+    // AUTH's password and AUTH2's user and password may read "KEYS".
+    let mut keys_at = None;
+    let mut i = 6;
+    while i < args.len() {
+        let a = args.get(i);
+        if is(a, "auth") {
+            i += 1;
+        } else if is(a, "auth2") {
+            i += 2;
+        } else if is(a, "keys") {
+            keys_at = Some(i);
+            break;
+        }
+        i += 1;
+    }
     match keys_at {
         Some(i) if args.get(3).is_empty() => (i + 1..args.len()).collect(),
         _ => vec![3],

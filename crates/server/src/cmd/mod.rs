@@ -5,6 +5,7 @@
 //! them into the single table that names, arities, flags and key positions
 //! come from (dispatch, locking, COMMAND and MULTI all read it).
 
+pub mod acl;
 pub mod aof;
 pub mod bitops;
 pub mod blocking;
@@ -371,6 +372,7 @@ pub struct Table {
 impl Table {
     fn build() -> Table {
         let families: &[&'static [CommandSpec]] = &[
+            acl::COMMANDS,
             aof::COMMANDS,
             bitops::COMMANDS,
             blocking::COMMANDS,
@@ -441,7 +443,13 @@ impl Table {
         if name.contains(&b'|') {
             return None;
         }
-        let found = self.find(name)?;
+        let found = match RENAMES.get() {
+            Some(renames) => match renames.get(&name.to_ascii_lowercase()) {
+                Some(renamed) => (*renamed)?,
+                None => self.find(name)?,
+            },
+            None => self.find(name)?,
+        };
         if let Some(packed) = packed {
             RECENT_LOOKUPS.set([Some((table, packed, found)), recent[0]]);
         }
@@ -481,6 +489,45 @@ impl Table {
     /// Top-level commands (no subcommands), in table order.
     pub fn top_level(&self) -> impl Iterator<Item = &'static CommandSpec> + '_ {
         self.all.iter().copied().filter(|s| !s.name.contains('|'))
+    }
+}
+
+/// Client-visible names changed by `rename-command`: a lower-case name
+/// maps to the command it now runs, or to None when it was renamed away.
+pub type Renames = HashMap<Vec<u8>, Option<CmdRef>>;
+
+static RENAMES: OnceLock<Renames> = OnceLock::new();
+
+/// Applies `rename-command` directives in order (an empty new name
+/// removes the command), as Redis does while reading its config; Err is
+/// Redis's message for the first bad one.
+pub fn rename_table(directives: &[(String, String)]) -> Result<Renames, String> {
+    let t = table();
+    let mut renames = Renames::new();
+    let current = |renames: &Renames, name: &[u8]| match renames.get(name) {
+        Some(found) => *found,
+        None => t.find(name).filter(|c| !c.spec.name.contains('|')),
+    };
+    for (old, new) in directives {
+        let old = old.to_ascii_lowercase().into_bytes();
+        let new = new.to_ascii_lowercase().into_bytes();
+        let cmd = current(&renames, &old).ok_or("No such command in rename-command")?;
+        renames.insert(old, None);
+        if !new.is_empty() {
+            if current(&renames, &new).is_some() {
+                return Err("Target command name already exists".into());
+            }
+            renames.insert(new, Some(cmd));
+        }
+    }
+    Ok(renames)
+}
+
+/// Installs the start-up `rename-command` table; call once, before any
+/// client is served.
+pub fn install_renames(renames: Renames) {
+    if !renames.is_empty() && RENAMES.set(renames).is_err() {
+        tracing::warn!("rename-command: the renames were installed already");
     }
 }
 

@@ -89,6 +89,14 @@ fn exec(ctx: &mut Ctx<'_>, _args: Args<'_>) {
     ctx.deny_blocking = true;
     ctx.out.array(queued.queue.len());
     for (cmd, args) in &queued.queue {
+        // The rules may have changed since the command was queued.
+        let denied =
+            crate::security::queued_command_denied(ctx.server, ctx.session, *cmd, args.as_args());
+        if let Some(msg) = denied {
+            ctx.server.count_error(msg.as_bytes());
+            ctx.out.error(&msg);
+            continue;
+        }
         ctx.keys.refresh_clock();
         // A queued CONFIG SET or CLIENT TRACKING changes the next ones' hooks.
         ctx.hooks = crate::exec::notify::hooks(ctx.server);

@@ -167,6 +167,14 @@ struct Options<'a> {
     store: Option<&'a [u8]>,
 }
 
+/// Whether the client's user may read every key, which BY and GET
+/// patterns may reach (Redis checks this before reading any).
+fn may_read_all_keys(ctx: &Ctx<'_>, args: Args<'_>) -> bool {
+    super::table()
+        .lookup(args.get(0))
+        .is_none_or(|cmd| crate::security::may_read_all_keys(ctx.server, ctx.session, cmd, args))
+}
+
 /// Parses the options after the key, replying the error (and returning
 /// None) for an unknown word, a missing argument, STORE in SORT_RO or a
 /// LIMIT that is not two integers.
@@ -201,9 +209,19 @@ fn parse_options<'a>(ctx: &mut Ctx<'_>, args: Args<'a>, readonly: bool) -> Optio
         } else if is(opt, "by") && left >= 1 {
             let p = args.get(j + 1);
             o.dont_sort = !p.contains(&b'*');
+            if !o.dont_sort && !may_read_all_keys(ctx, args) {
+                ctx.out
+                    .error("ERR BY option of SORT denied due to insufficient ACL permissions.");
+                return None;
+            }
             o.by = Some(Pattern::parse(p));
             j += 1;
         } else if is(opt, "get") && left >= 1 {
+            if !may_read_all_keys(ctx, args) {
+                ctx.out
+                    .error("ERR GET option of SORT denied due to insufficient ACL permissions.");
+                return None;
+            }
             o.gets.push(Pattern::parse(args.get(j + 1)));
             j += 1;
         } else {

@@ -62,6 +62,10 @@ pub fn run(
         );
         return Outcome::Done;
     }
+    if let Some(msg) = crate::security::command_denied(server, session, cmd, args) {
+        reject(server, session, out, Some(cmd), &msg);
+        return Outcome::Done;
+    }
     // A script running past busy-reply-threshold: only allow-busy commands,
     // and on the script's own thread only those that lock nothing (the
     // script holds its shards).

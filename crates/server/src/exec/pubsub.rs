@@ -176,6 +176,30 @@ impl PubSub {
         self.map(kind).count(channel)
     }
 
+    /// Every subscription of the clients `ids`, as (client id, channel or
+    /// pattern, is a pattern): a walk of the whole registry, for the rare
+    /// ACL change that revokes channels.
+    pub fn subscriptions_of(&self, ids: &[u64]) -> Vec<(u64, Box<[u8]>, bool)> {
+        let mut found = Vec::new();
+        let mut collect = |map: &SubMap, is_pattern: bool| {
+            for (name, subs) in map {
+                for s in subs.iter().filter(|s| ids.contains(&s.id)) {
+                    found.push((s.id, name.clone(), is_pattern));
+                }
+            }
+        };
+        for shard in self
+            .channels
+            .shards
+            .iter()
+            .chain(self.shard_channels.shards.iter())
+        {
+            collect(&shard.read(), false);
+        }
+        collect(&self.patterns.read(), true);
+        found
+    }
+
     /// Active channels matching `pattern` (PUBSUB CHANNELS / SHARDCHANNELS).
     pub fn channel_names(&self, kind: Kind, pattern: Option<&[u8]>) -> Vec<Box<[u8]>> {
         self.map(kind).names(pattern)

@@ -870,7 +870,16 @@ impl Host for ScriptHost<'_, '_> {
                 );
             }
         };
-        if let Some(msg) = self.refusal(cmd.spec) {
+        // Redis's order: not-in-scripts, then ACLs, then the write and
+        // memory refusals.
+        let acl =
+            || crate::security::script_command_denied(self.ctx.server, self.ctx.session, cmd, args);
+        let refused = if cmd.spec.has(flags::NOSCRIPT) {
+            self.refusal(cmd.spec)
+        } else {
+            acl().or_else(|| self.refusal(cmd.spec))
+        };
+        if let Some(msg) = refused {
             count_rejected(self.ctx, Some(cmd));
             self.ctx.server.count_error(msg.as_bytes());
             return Reply::Error(msg.into_bytes());
@@ -896,11 +905,16 @@ impl Host for ScriptHost<'_, '_> {
     }
 
     fn acl_check(&mut self, args: Args<'_>) -> Option<bool> {
-        // No ACLs yet: every existing command is allowed (arity aside).
-        match dispatch::lookup(args) {
-            Ok(_) | Err(dispatch::LookupError::Arity(_)) => Some(true),
-            Err(dispatch::LookupError::Unknown) => None,
-        }
+        let cmd = match dispatch::lookup(args) {
+            Ok(c) | Err(dispatch::LookupError::Arity(c)) => c,
+            Err(dispatch::LookupError::Unknown) => return None,
+        };
+        Some(crate::security::allowed(
+            self.ctx.server,
+            self.ctx.session,
+            cmd,
+            args,
+        ))
     }
 
     fn log(&mut self, level: LogLevel, message: &[u8]) {

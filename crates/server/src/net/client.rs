@@ -76,6 +76,9 @@ pub struct ClientShared {
     pub redir: AtomicI64,
     /// Set by CLIENT KILL; the owning worker closes the connection.
     pub killed: AtomicBool,
+    /// The ACL user (None: the default user), for CLIENT LIST and for
+    /// disconnecting a changed or deleted user's clients.
+    pub user: Mutex<Option<Arc<crate::security::users::UserHandle>>>,
 }
 
 impl ClientShared {
@@ -107,6 +110,7 @@ impl ClientShared {
             ssub: AtomicUsize::new(0),
             redir: AtomicI64::new(-1),
             killed: AtomicBool::new(false),
+            user: Mutex::new(None),
         }
     }
 
@@ -147,6 +151,14 @@ impl ClientShared {
             .as_ref()
             .map(|n| String::from_utf8_lossy(n).into_owned())
             .unwrap_or_default()
+    }
+
+    /// The client's ACL user name.
+    pub fn user_name(&self) -> String {
+        self.user
+            .lock()
+            .as_ref()
+            .map_or_else(|| "default".to_string(), |u| u.name_lossy())
     }
 
     /// One line of CLIENT LIST / CLIENT INFO, in Redis 7.0's field order.
@@ -190,7 +202,7 @@ impl ClientShared {
             s,
             "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} \
              qbuf={} qbuf-free={} argv-mem=0 multi-mem={} rbs={} rbp=0 obl=0 oll=0 omem={} tot-mem={} \
-             events={} cmd={} user=default redir={} resp={}",
+             events={} cmd={} user={} redir={} resp={}",
             self.id,
             self.addr,
             self.laddr,
@@ -212,6 +224,7 @@ impl ClientShared {
             self.tot_mem.load(Ordering::Relaxed).max(qbuf + omem),
             if omem > 0 { "rw" } else { "r" },
             self.last_cmd(),
+            self.user_name(),
             self.redir.load(Ordering::Relaxed),
             self.resp.load(Ordering::Relaxed),
         );

@@ -191,6 +191,14 @@ fn hand_out(
     unix: bool,
     next: &mut usize,
 ) {
+    if crate::security::protected_mode_refuses(server, &addr, unix) {
+        let _ = stream.write(crate::security::PROTECTED_MODE_DENIED.as_bytes());
+        server
+            .stats
+            .rejected_connections
+            .fetch_add(1, Ordering::Relaxed);
+        return;
+    }
     server
         .stats
         .total_connections_received

@@ -96,6 +96,9 @@ pub struct Session {
     pub error_counted: bool,
     /// What REPLCONF said, and whether SYNC/PSYNC asked for a hand-over.
     pub repl: crate::repl::master::ClientRepl,
+    /// The ACL user (None: the default user), kept in step with
+    /// `shared.user`.
+    pub user: Option<Arc<crate::security::users::UserHandle>>,
 }
 
 impl Session {
@@ -126,6 +129,7 @@ impl Session {
             in_script: false,
             error_counted: false,
             repl: Default::default(),
+            user: None,
         }
     }
 

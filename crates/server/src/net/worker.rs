@@ -359,7 +359,7 @@ impl Worker {
             server.clients.release();
             return;
         }
-        let authenticated = server.config.requirepass().is_none();
+        let authenticated = server.security.users.default_needs_no_auth();
         server.clients.add(shared.clone());
         entry.insert(Some(Conn::new(stream, Session::new(shared, authenticated))));
         self.by_id.insert(id, idx);
