@@ -376,7 +376,11 @@ fn restore(ctx: &mut Ctx<'_>, args: Args<'_>) {
                 .out
                 .error("ERR DUMP payload version or checksum are wrong")
         }
-        Err(PayloadError::BadData(_)) => return ctx.out.error("ERR Bad data format"),
+        Err(PayloadError::BadData(e)) => {
+            // Redis logs why at verbose level in a RESTORE (rdbReportError).
+            tracing::debug!("Internal error in RDB reading offset 0, function at rdb.c:0 -> {e}");
+            return ctx.out.error("ERR Bad data format");
+        }
     };
     let deleted = o.replace && ctx.keys.delete(ctx.db, key);
     let now = ctx.keys.now();

@@ -284,7 +284,8 @@ impl<'a> Elements<'a> {
 
 /// Rebuilds a node from its Redis listpack, validating it.
 fn node_from_listpack(master: StreamId, blob: &[u8]) -> Res<Node> {
-    let items = listpack::entries(blob).or_else(corrupt)?;
+    let items = listpack::entries(blob)
+        .or_else(|why| corrupt(format!("Stream listpack integrity check failed. ({why})")))?;
     let mut el = Elements {
         items: items.into_iter(),
     };
