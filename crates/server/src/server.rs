@@ -202,6 +202,8 @@ pub struct Server {
     pub scripts: crate::exec::script::Scripts,
     /// Replication: the stream, its backlog and the replicas.
     pub repl: crate::repl::Repl,
+    /// The TLS configuration in force (`tls-*` parameters).
+    pub tls: crate::security::tls::Tls,
 }
 
 impl Server {
@@ -242,6 +244,7 @@ impl Server {
             tracking: Default::default(),
             scripts: crate::exec::script::Scripts::new(threads),
             repl: Default::default(),
+            tls: Default::default(),
         };
         server
             .keyspace

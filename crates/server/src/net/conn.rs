@@ -17,6 +17,7 @@ use crate::exec::dispatch::{self, Outcome};
 use crate::net::client::cflags;
 use crate::net::lookahead::LookAhead;
 use crate::net::session::Session;
+use crate::net::tls::TlsStream;
 use crate::server::{bump, Server, WorkerStats};
 
 /// Bytes read per `read` call, Redis's PROTO_IOBUF_LEN.
@@ -29,10 +30,13 @@ const READS_PER_TURN: usize = 16;
 /// An idle input or output buffer larger than this is shrunk back.
 const IDLE_BUFFER_MAX: usize = 64 * 1024;
 
-/// A TCP or unix-domain client socket.
+/// A client's transport: a TCP or unix-domain socket, or TLS over TCP.
+/// The plain variants do exactly what a socket does; only `Tls` has a
+/// record layer in between (`net/tls.rs`).
 pub enum Stream {
     Tcp(TcpStream),
     Unix(UnixStream),
+    Tls(Box<TlsStream>),
 }
 
 impl Read for Stream {
@@ -40,6 +44,7 @@ impl Read for Stream {
         match self {
             Stream::Tcp(s) => s.read(buf),
             Stream::Unix(s) => s.read(buf),
+            Stream::Tls(s) => s.read(buf),
         }
     }
 }
@@ -49,6 +54,7 @@ impl Write for Stream {
         match self {
             Stream::Tcp(s) => s.write(buf),
             Stream::Unix(s) => s.write(buf),
+            Stream::Tls(s) => s.write(buf),
         }
     }
     fn flush(&mut self) -> io::Result<()> {
@@ -64,15 +70,23 @@ impl Stream {
         match self {
             Stream::Tcp(s) => s.register(registry, token, interest),
             Stream::Unix(s) => s.register(registry, token, interest),
+            Stream::Tls(s) => s.socket_mut().register(registry, token, interest),
         }
     }
 
     /// The socket in blocking mode, for a thread of its own (a replica
-    /// link); deregister it first.
+    /// link); deregister it first. A TLS connection cannot be handed over
+    /// as a bare socket (its session state would be lost).
     pub fn into_blocking_socket(self) -> io::Result<socket2::Socket> {
         let fd: std::os::fd::OwnedFd = match self {
             Stream::Tcp(s) => s.into(),
             Stream::Unix(s) => s.into(),
+            Stream::Tls(_) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    "replication over TLS is not supported yet",
+                ))
+            }
         };
         let socket = socket2::Socket::from(fd);
         socket.set_nonblocking(false)?;
@@ -84,7 +98,26 @@ impl Stream {
         let _ = match self {
             Stream::Tcp(s) => s.deregister(registry),
             Stream::Unix(s) => s.deregister(registry),
+            Stream::Tls(s) => s.socket_mut().deregister(registry),
         };
+    }
+
+    /// The socket's file descriptor (CLIENT LIST's `fd`).
+    pub fn raw_fd(&self) -> i32 {
+        use std::os::fd::AsRawFd;
+        match self {
+            Stream::Tcp(s) => s.as_raw_fd(),
+            Stream::Unix(s) => s.as_raw_fd(),
+            Stream::Tls(s) => s.socket().as_raw_fd(),
+        }
+    }
+
+    /// True for a TLS connection whose handshake outlived its time.
+    pub fn handshake_expired(&self, now: Instant) -> bool {
+        match self {
+            Stream::Tls(s) => s.handshake_expired(now),
+            Stream::Tcp(_) | Stream::Unix(_) => false,
+        }
     }
 }
 
@@ -201,13 +234,15 @@ impl Conn {
     /// edge-triggered event; the read that would only say EAGAIN is skipped
     /// (it was one syscall in three under a pipelined load). Without it
     /// (an EOF already flagged, a new connection, a resumed client) reading
-    /// goes on until the socket says it is empty.
+    /// goes on until the socket says it is empty. A TLS stream's short
+    /// read proves nothing about its socket (see `net/tls.rs`).
     pub fn on_readable(
         &mut self,
         server: &Server,
         stats: &WorkerStats,
         trust_short_reads: bool,
     ) -> Result<bool, Close> {
+        let trust_short_reads = trust_short_reads && !matches!(self.stream, Stream::Tls(_));
         for _ in 0..READS_PER_TURN {
             if self.session.close_after_reply || self.paused {
                 return Ok(false);
@@ -467,6 +502,11 @@ impl Conn {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(_) => return Err(Close::Gone),
             }
+        }
+        // TLS records encrypted from output already consumed may still
+        // wait for the socket.
+        if let Stream::Tls(s) = &mut self.stream {
+            s.flush_pending().map_err(|_| Close::Gone)?;
         }
         if self.out.is_empty() && self.out.capacity() > IDLE_BUFFER_MAX {
             // Give back the memory of big replies once they are sent.

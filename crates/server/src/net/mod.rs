@@ -9,4 +9,5 @@ pub mod listener;
 pub mod lookahead;
 pub mod outbound;
 pub mod session;
+pub mod tls;
 pub mod worker;
