@@ -121,6 +121,20 @@ type TlsClient = StreamOwned<ClientConnection, TcpStream>;
 
 /// A rustls client connection to `port`, trusting `pki`'s CA.
 fn tls_connect(pki: &Pki, port: u16, opts: &ClientOpts<'_>) -> TlsClient {
+    connect_with(client_config(pki, opts), port)
+}
+
+/// A client connection with `config` (shared, it resumes sessions).
+fn connect_with(config: Arc<ClientConfig>, port: u16) -> TlsClient {
+    let conn = ClientConnection::new(config, ServerName::try_from("localhost").unwrap()).unwrap();
+    let sock = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    StreamOwned::new(conn, sock)
+}
+
+/// A client configuration trusting `pki`'s CA.
+fn client_config(pki: &Pki, opts: &ClientOpts<'_>) -> Arc<ClientConfig> {
     let mut provider = rustls::crypto::ring::default_provider();
     if let Some(suites) = &opts.suites {
         provider.cipher_suites = suites.clone();
@@ -144,12 +158,7 @@ fn tls_connect(pki: &Pki, port: u16, opts: &ClientOpts<'_>) -> TlsClient {
         }
         None => builder.with_no_client_auth(),
     };
-    let conn = ClientConnection::new(Arc::new(config), ServerName::try_from("localhost").unwrap())
-        .unwrap();
-    let sock = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    sock.set_read_timeout(Some(Duration::from_secs(20)))
-        .unwrap();
-    StreamOwned::new(conn, sock)
+    Arc::new(config)
 }
 
 /// Sends PING over TLS; the reply, or the error that ended the connection.
@@ -372,6 +381,25 @@ fn config_set_reloads_certificates_and_refuses_bad_files() {
     );
     // tls-port is fixed, as `port` is here.
     assert!(err(&mut con, &["CONFIG", "SET", "tls-port", "0"]).contains("immutable"));
+}
+
+#[test]
+fn sessions_resume_while_caching_is_on() {
+    let pki = make_pki();
+    let (server, port) = start_tls(&pki, &[]);
+    let kind = |cfg: &Arc<ClientConfig>| {
+        let mut c = connect_with(cfg.clone(), port);
+        exchange(&mut c, b"PING\r\n").unwrap();
+        c.conn.handshake_kind()
+    };
+    let cfg = client_config(&pki, &ClientOpts::default());
+    assert_eq!(kind(&cfg), Some(rustls::HandshakeKind::Full));
+    assert_eq!(kind(&cfg), Some(rustls::HandshakeKind::Resumed));
+    let mut con = server.conn();
+    ok(&mut con, &["CONFIG", "SET", "tls-session-caching", "no"]);
+    let cfg = client_config(&pki, &ClientOpts::default());
+    assert_eq!(kind(&cfg), Some(rustls::HandshakeKind::Full));
+    assert_eq!(kind(&cfg), Some(rustls::HandshakeKind::Full));
 }
 
 #[test]

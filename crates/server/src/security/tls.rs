@@ -199,7 +199,6 @@ impl TlsContext {
         let roots = load_roots(settings)
             .map_err(|e| format!("Failed to configure CA certificate(s) file/directory: {e}"))?;
         check_dh_params(settings.dh_params_file.as_deref())?;
-        let sessions = session_store(settings);
         let server = |verifier: Arc<dyn rustls::server::danger::ClientCertVerifier>| {
             let mut cfg = ServerConfig::builder_with_provider(provider.clone())
                 .with_protocol_versions(&versions)
@@ -208,7 +207,9 @@ impl TlsContext {
                 .with_single_cert(chain.clone(), key.clone_key())
                 .map_err(|e| format!("Failed to load private key: {key_file}: {e}"))?;
             cfg.ignore_client_order = settings.prefer_server_ciphers;
-            cfg.session_storage = sessions.clone();
+            // A store per variant: a session made without a client
+            // certificate must not resume where one is required.
+            cfg.session_storage = session_store(settings);
             if !settings.session_caching {
                 cfg.send_tls13_tickets = 0;
             }
