@@ -596,3 +596,31 @@ fn redis_cli_connects_with_tls() {
         Err(_) => eprintln!("redis-cli not installed: skipping"),
     }
 }
+
+/// A replica connecting over TLS (PSYNC) gets the full sync and then the
+/// stream through the same TLS session, on the link's own threads.
+#[test]
+fn replica_link_over_tls_gets_sync_and_stream() {
+    let pki = make_pki();
+    let (server, port) = start_tls(&pki, &[]);
+    let mut c = tls_connect(&pki, port, &ClientOpts::default());
+    assert_eq!(
+        exchange(&mut c, b"REPLCONF listening-port 1234\r\n").unwrap(),
+        "+OK\r\n"
+    );
+    c.write_all(b"PSYNC ? -1\r\n").unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let mut read_until = |got: &mut Vec<u8>, needle: &[u8]| {
+        while !got.windows(needle.len()).any(|w| w == needle) {
+            let n = c.read(&mut buf).unwrap();
+            assert!(n > 0, "closed: {}", String::from_utf8_lossy(got));
+            got.extend_from_slice(&buf[..n]);
+        }
+    };
+    read_until(&mut got, b"+FULLRESYNC ");
+    read_until(&mut got, b"REDIS");
+    let mut plain = server.conn();
+    ok(&mut plain, &["SET", "over-tls", "yes"]);
+    read_until(&mut got, b"over-tls");
+}

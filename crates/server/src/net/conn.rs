@@ -15,6 +15,7 @@ use vireo_resp::{ParseLimits, Parser, Protocol, ReplyBuf};
 use crate::exec::blocking::Waiter;
 use crate::exec::dispatch::{self, Outcome};
 use crate::net::client::cflags;
+use crate::net::link::Link;
 use crate::net::lookahead::LookAhead;
 use crate::net::session::Session;
 use crate::net::tls::TlsStream;
@@ -74,23 +75,21 @@ impl Stream {
         }
     }
 
-    /// The socket in blocking mode, for a thread of its own (a replica
-    /// link); deregister it first. A TLS connection cannot be handed over
-    /// as a bare socket (its session state would be lost).
-    pub fn into_blocking_socket(self) -> io::Result<socket2::Socket> {
+    /// The connection in blocking mode, for threads of its own (a replica
+    /// link); deregister it first. A TLS connection keeps its session.
+    pub fn into_link(self) -> io::Result<Link> {
         let fd: std::os::fd::OwnedFd = match self {
             Stream::Tcp(s) => s.into(),
             Stream::Unix(s) => s.into(),
-            Stream::Tls(_) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::Unsupported,
-                    "replication over TLS is not supported yet",
-                ))
+            Stream::Tls(s) => {
+                let (sock, session) = s.into_parts();
+                let fd: std::os::fd::OwnedFd = sock.into();
+                return Link::tls(std::net::TcpStream::from(fd), session);
             }
         };
         let socket = socket2::Socket::from(fd);
         socket.set_nonblocking(false)?;
-        Ok(socket)
+        Ok(Link::Plain(socket))
     }
 
     /// Removes the socket from the poller before it is dropped.

@@ -5,6 +5,7 @@
 
 pub mod client;
 pub mod conn;
+pub mod link;
 pub mod listener;
 pub mod lookahead;
 pub mod outbound;

@@ -45,6 +45,12 @@ impl TlsStream {
         })
     }
 
+    /// The socket and the session, for a blocking link of its own
+    /// (`net/link.rs`).
+    pub fn into_parts(self) -> (TcpStream, ServerConnection) {
+        (self.sock, self.tls)
+    }
+
     /// The socket underneath, for registration with the poller.
     pub fn socket_mut(&mut self) -> &mut TcpStream {
         &mut self.sock

@@ -528,17 +528,12 @@ impl Worker {
         let shared = conn.session.shared.clone();
         let kind = conn.session.repl.handoff.take();
         let pending = conn.out.as_bytes().to_vec();
-        match (kind, conn.stream.into_blocking_socket()) {
+        match (kind, conn.stream.into_link()) {
             (Some(kind), Ok(socket)) => {
                 let conf = &conn.session.repl;
                 crate::repl::master::start(&self.server, socket, shared, conf, kind, pending);
             }
-            (_, Err(e)) => {
-                tracing::warn!("Can't hand the connection over to replication: {e}");
-                self.server.clients.unaccount(&shared);
-                self.server.clients.remove(shared.id);
-            }
-            (None, Ok(_)) => {
+            _ => {
                 self.server.clients.unaccount(&shared);
                 self.server.clients.remove(shared.id);
             }
