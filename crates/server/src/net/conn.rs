@@ -111,6 +111,15 @@ impl Stream {
         }
     }
 
+    /// Whether the last read emptied the socket, given that it was
+    /// `short` (returned less than the space offered).
+    fn drained(&self, short: bool) -> bool {
+        match self {
+            Stream::Tls(s) => s.drained(),
+            Stream::Tcp(_) | Stream::Unix(_) => short,
+        }
+    }
+
     /// True for a TLS connection whose handshake outlived its time.
     pub fn handshake_expired(&self, now: Instant) -> bool {
         match self {
@@ -234,14 +243,14 @@ impl Conn {
     /// (it was one syscall in three under a pipelined load). Without it
     /// (an EOF already flagged, a new connection, a resumed client) reading
     /// goes on until the socket says it is empty. A TLS stream's short
-    /// read proves nothing about its socket (see `net/tls.rs`).
+    /// read proves nothing about its socket: it says itself when both are
+    /// empty (`Stream::drained`).
     pub fn on_readable(
         &mut self,
         server: &Server,
         stats: &WorkerStats,
         trust_short_reads: bool,
     ) -> Result<bool, Close> {
-        let trust_short_reads = trust_short_reads && !matches!(self.stream, Stream::Tls(_));
         for _ in 0..READS_PER_TURN {
             if self.session.close_after_reply || self.paused {
                 return Ok(false);
@@ -267,7 +276,7 @@ impl Conn {
                     bump(&stats.net_input_bytes, n as u64);
                     bump(&stats.reads_processed, 1);
                     self.process_input(server)?;
-                    if trust_short_reads && n < room {
+                    if trust_short_reads && self.stream.drained(n < room) {
                         self.shrink_if_idle();
                         return Ok(false);
                     }

@@ -10,10 +10,10 @@
 //!
 //! Bytes rustls has decrypted but the connection has not read yet, or
 //! records it has encrypted but the socket would not take, are invisible
-//! to the poller: the connection therefore reads until the socket says
-//! `WouldBlock` (it never trusts a short read, see `Conn::on_readable`),
-//! and `Conn::flush` pushes pending records after its output is empty
-//! ([`TlsStream::flush_pending`]).
+//! to the poller: the connection stops reading only when both rustls and
+//! the socket are empty ([`TlsStream::drained`], the TLS form of
+//! `Conn::on_readable`'s short reads), and `Conn::flush` pushes pending
+//! records after its output is empty ([`TlsStream::flush_pending`]).
 
 use std::io::{self, Read, Write};
 use std::sync::Arc;
@@ -32,6 +32,24 @@ pub struct TlsStream {
     sock: TcpStream,
     tls: ServerConnection,
     accepted: Instant,
+    /// Plaintext rustls holds decrypted and not yet read.
+    buffered: usize,
+    /// The last socket read returned less than it asked for.
+    socket_drained: bool,
+}
+
+/// The socket as rustls reads it, noting whether a read came back short.
+struct NoteShort<'a> {
+    sock: &'a mut TcpStream,
+    short: bool,
+}
+
+impl Read for NoteShort<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.sock.read(buf)?;
+        self.short = n < buf.len();
+        Ok(n)
+    }
 }
 
 impl TlsStream {
@@ -42,6 +60,8 @@ impl TlsStream {
             sock,
             tls,
             accepted: Instant::now(),
+            buffered: 0,
+            socket_drained: false,
         })
     }
 
@@ -59,6 +79,14 @@ impl TlsStream {
     /// The socket underneath.
     pub fn socket(&self) -> &TcpStream {
         &self.sock
+    }
+
+    /// True when the last read emptied both rustls's plaintext and the
+    /// socket's receive queue (its read came back short): anything more
+    /// raises a new readiness event, so reading again would only be told
+    /// `WouldBlock` (the TLS form of `Conn::on_readable`'s short reads).
+    pub fn drained(&self) -> bool {
+        self.socket_drained && self.buffered == 0
     }
 
     /// True when the handshake is still running `HANDSHAKE_TIMEOUT` after
@@ -110,13 +138,24 @@ impl Read for TlsStream {
         loop {
             match self.tls.reader().read(buf) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Ok(n) => {
+                    self.buffered = self.buffered.saturating_sub(n);
+                    return Ok(n);
+                }
                 done => return done,
             }
-            if self.tls.read_tls(&mut self.sock)? == 0 {
+            let mut sock = NoteShort {
+                sock: &mut self.sock,
+                short: false,
+            };
+            let got = self.tls.read_tls(&mut sock);
+            self.socket_drained = sock.short;
+            if got? == 0 {
                 return Ok(0);
             }
-            if let Err(e) = self.tls.process_new_packets() {
-                return Err(self.fail(e));
+            match self.tls.process_new_packets() {
+                Ok(state) => self.buffered = state.plaintext_bytes_to_read(),
+                Err(e) => return Err(self.fail(e)),
             }
             // Handshake replies; what the socket does not take now goes
             // out at the next flush.
