@@ -118,6 +118,12 @@ pub fn start(server: Arc<Server>) -> std::io::Result<()> {
     let aof_bg = thread::Builder::new()
         .name("vireo-aof-bg".into())
         .spawn(move || aof::run_background(s))?;
+    // As Redis, a TLS configuration that does not load stops start-up.
+    if security::tls::wanted(&server.config) {
+        server.tls.configure(&server.config).map_err(|_| {
+            std::io::Error::other("Failed to configure TLS. Check logs for more info.")
+        })?;
+    }
     let listeners = listener::Listeners::bind(&server)?;
     if server.config.appendonly() || rdb::dump_wanted_at_startup(&server) {
         server.rdb.loading.store(true, Ordering::Release);

@@ -204,6 +204,8 @@ pub struct Server {
     pub repl: crate::repl::Repl,
     /// ACL users and the ACL log.
     pub security: crate::security::Security,
+    /// The TLS configuration in force (`tls-*` parameters).
+    pub tls: crate::security::tls::Tls,
 }
 
 impl Server {
@@ -245,6 +247,7 @@ impl Server {
             scripts: crate::exec::script::Scripts::new(threads),
             repl: Default::default(),
             security: Default::default(),
+            tls: Default::default(),
         };
         server
             .keyspace

@@ -53,8 +53,12 @@ fn set(ctx: &mut Ctx<'_>, args: Args<'_>) {
             ));
         }
     }
+    let tls_before = tls_values(ctx, &pairs);
     match ctx.server.config.set(&pairs) {
         Ok(()) => {
+            if let Err(e) = apply_tls(ctx, &pairs, tls_before) {
+                return ctx.out.error(&e);
+            }
             ctx.server.apply_keyspace_config();
             let changed = |param: &str| pairs.iter().any(|(n, _)| is(n, param));
             if changed("maxmemory-policy") {
@@ -103,6 +107,46 @@ fn protected_allowed(ctx: &Ctx<'_>) -> bool {
         Some("local") => crate::security::is_local(&ctx.session.shared),
         _ => false,
     }
+}
+
+/// The current values of the TLS parameters among `pairs`, to restore if
+/// the new ones do not load.
+fn tls_values(ctx: &Ctx<'_>, pairs: &[(&[u8], &[u8])]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(n, _)| String::from_utf8_lossy(n).to_ascii_lowercase())
+        .filter(|n| crate::security::tls::applied_by_configure(n))
+        .filter_map(|n| ctx.server.config.get_one(&n).map(|v| (n, v)))
+        .collect()
+}
+
+/// Rebuilds the TLS configuration after a change to its parameters; when
+/// it does not load, the old values come back and the reply is Redis's.
+fn apply_tls(
+    ctx: &mut Ctx<'_>,
+    pairs: &[(&[u8], &[u8])],
+    before: Vec<(String, String)>,
+) -> Result<(), String> {
+    let Some((first, _)) = before.first() else {
+        return Ok(());
+    };
+    let names: Vec<&[u8]> = pairs.iter().map(|(n, _)| *n).collect();
+    let Err(reason) = ctx.server.tls.apply_config_set(&ctx.server.config, &names) else {
+        return Ok(());
+    };
+    tracing::warn!(
+        "Failed applying new configuration. Possibly related to new {first} setting. Restoring previous settings."
+    );
+    let old: Vec<(&[u8], &[u8])> = before
+        .iter()
+        .map(|(n, v)| (n.as_bytes(), v.as_bytes()))
+        .collect();
+    if let Err(e) = ctx.server.config.set(&old) {
+        tracing::warn!("restoring the TLS settings failed: {e}");
+    }
+    Err(format!(
+        "ERR CONFIG SET failed (possibly related to argument '{first}') - {reason}"
+    ))
 }
 
 /// CONFIG RESETSTAT: zeroes the statistics INFO reports (command, error,

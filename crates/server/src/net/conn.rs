@@ -15,8 +15,10 @@ use vireo_resp::{ParseLimits, Parser, Protocol, ReplyBuf};
 use crate::exec::blocking::Waiter;
 use crate::exec::dispatch::{self, Outcome};
 use crate::net::client::cflags;
+use crate::net::link::Link;
 use crate::net::lookahead::LookAhead;
 use crate::net::session::Session;
+use crate::net::tls::TlsStream;
 use crate::server::{bump, Server, WorkerStats};
 
 /// Bytes read per `read` call, Redis's PROTO_IOBUF_LEN.
@@ -29,10 +31,13 @@ const READS_PER_TURN: usize = 16;
 /// An idle input or output buffer larger than this is shrunk back.
 const IDLE_BUFFER_MAX: usize = 64 * 1024;
 
-/// A TCP or unix-domain client socket.
+/// A client's transport: a TCP or unix-domain socket, or TLS over TCP.
+/// The plain variants do exactly what a socket does; only `Tls` has a
+/// record layer in between (`net/tls.rs`).
 pub enum Stream {
     Tcp(TcpStream),
     Unix(UnixStream),
+    Tls(Box<TlsStream>),
 }
 
 impl Read for Stream {
@@ -40,6 +45,7 @@ impl Read for Stream {
         match self {
             Stream::Tcp(s) => s.read(buf),
             Stream::Unix(s) => s.read(buf),
+            Stream::Tls(s) => s.read(buf),
         }
     }
 }
@@ -49,6 +55,7 @@ impl Write for Stream {
         match self {
             Stream::Tcp(s) => s.write(buf),
             Stream::Unix(s) => s.write(buf),
+            Stream::Tls(s) => s.write(buf),
         }
     }
     fn flush(&mut self) -> io::Result<()> {
@@ -64,19 +71,25 @@ impl Stream {
         match self {
             Stream::Tcp(s) => s.register(registry, token, interest),
             Stream::Unix(s) => s.register(registry, token, interest),
+            Stream::Tls(s) => s.socket_mut().register(registry, token, interest),
         }
     }
 
-    /// The socket in blocking mode, for a thread of its own (a replica
-    /// link); deregister it first.
-    pub fn into_blocking_socket(self) -> io::Result<socket2::Socket> {
+    /// The connection in blocking mode, for threads of its own (a replica
+    /// link); deregister it first. A TLS connection keeps its session.
+    pub fn into_link(self) -> io::Result<Link> {
         let fd: std::os::fd::OwnedFd = match self {
             Stream::Tcp(s) => s.into(),
             Stream::Unix(s) => s.into(),
+            Stream::Tls(s) => {
+                let (sock, session) = s.into_parts();
+                let fd: std::os::fd::OwnedFd = sock.into();
+                return Link::tls(std::net::TcpStream::from(fd), session);
+            }
         };
         let socket = socket2::Socket::from(fd);
         socket.set_nonblocking(false)?;
-        Ok(socket)
+        Ok(Link::Plain(socket))
     }
 
     /// Removes the socket from the poller before it is dropped.
@@ -84,7 +97,35 @@ impl Stream {
         let _ = match self {
             Stream::Tcp(s) => s.deregister(registry),
             Stream::Unix(s) => s.deregister(registry),
+            Stream::Tls(s) => s.socket_mut().deregister(registry),
         };
+    }
+
+    /// The socket's file descriptor (CLIENT LIST's `fd`).
+    pub fn raw_fd(&self) -> i32 {
+        use std::os::fd::AsRawFd;
+        match self {
+            Stream::Tcp(s) => s.as_raw_fd(),
+            Stream::Unix(s) => s.as_raw_fd(),
+            Stream::Tls(s) => s.socket().as_raw_fd(),
+        }
+    }
+
+    /// Whether the last read emptied the socket, given that it was
+    /// `short` (returned less than the space offered).
+    fn drained(&self, short: bool) -> bool {
+        match self {
+            Stream::Tls(s) => s.drained(),
+            Stream::Tcp(_) | Stream::Unix(_) => short,
+        }
+    }
+
+    /// True for a TLS connection whose handshake outlived its time.
+    pub fn handshake_expired(&self, now: Instant) -> bool {
+        match self {
+            Stream::Tls(s) => s.handshake_expired(now),
+            Stream::Tcp(_) | Stream::Unix(_) => false,
+        }
     }
 }
 
@@ -201,7 +242,9 @@ impl Conn {
     /// edge-triggered event; the read that would only say EAGAIN is skipped
     /// (it was one syscall in three under a pipelined load). Without it
     /// (an EOF already flagged, a new connection, a resumed client) reading
-    /// goes on until the socket says it is empty.
+    /// goes on until the socket says it is empty. A TLS stream's short
+    /// read proves nothing about its socket: it says itself when both are
+    /// empty (`Stream::drained`).
     pub fn on_readable(
         &mut self,
         server: &Server,
@@ -233,7 +276,7 @@ impl Conn {
                     bump(&stats.net_input_bytes, n as u64);
                     bump(&stats.reads_processed, 1);
                     self.process_input(server)?;
-                    if trust_short_reads && n < room {
+                    if trust_short_reads && self.stream.drained(n < room) {
                         self.shrink_if_idle();
                         return Ok(false);
                     }
@@ -467,6 +510,11 @@ impl Conn {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(_) => return Err(Close::Gone),
             }
+        }
+        // TLS records encrypted from output already consumed may still
+        // wait for the socket.
+        if let Stream::Tls(s) = &mut self.stream {
+            s.flush_pending().map_err(|_| Close::Gone)?;
         }
         if self.out.is_empty() && self.out.capacity() > IDLE_BUFFER_MAX {
             // Give back the memory of big replies once they are sent.

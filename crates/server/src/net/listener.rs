@@ -1,10 +1,11 @@
-//! The acceptor thread: listens on every `bind` address (and `unixsocket`),
-//! enforces `maxclients`, and hands each new connection to a worker in
-//! turn.
+//! The acceptor thread: listens on every `bind` address (for `port` and
+//! `tls-port`) and on `unixsocket`, enforces `maxclients`, and hands each
+//! new connection to a worker in turn. A connection accepted on the TLS
+//! port is handed over with its handshake not yet begun: it runs on the
+//! worker, which never waits for it (`net/tls.rs`).
 
 use std::io::{self, Write};
 use std::net::{IpAddr, SocketAddr};
-use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,7 +15,9 @@ use mio::{Events, Interest, Poll, Token, Waker};
 use socket2::{Domain, Protocol, SockRef, Socket, TcpKeepalive, Type};
 
 use crate::net::conn::Stream;
+use crate::net::tls::TlsStream;
 use crate::net::worker::Msg;
+use crate::security::tls::AuthClients;
 use crate::server::Server;
 
 const WAKER: Token = Token(usize::MAX);
@@ -22,61 +25,39 @@ const WAKER: Token = Token(usize::MAX);
 /// Listening sockets, bound before the server reports it is ready.
 pub struct Listeners {
     tcp: Vec<TcpListener>,
+    /// The `tls-port` listeners: connections accepted there speak TLS.
+    tls: Vec<TcpListener>,
     unix: Option<UnixListener>,
 }
 
 impl Listeners {
-    /// Binds every configured address. An address written with a leading
-    /// `-` is optional (Redis's syntax): failing to bind it is not fatal.
+    /// Binds every configured address, for `port` and for `tls-port`. An
+    /// address written with a leading `-` is optional (Redis's syntax):
+    /// failing to bind it is not fatal. Port 0 means no plaintext TCP
+    /// listener when there is a unix socket or a TLS port, as in Redis;
+    /// alone, it binds a free port (tests).
     pub fn bind(server: &Server) -> io::Result<Listeners> {
         let port = server.config.port();
-        let backlog = server.config.tcp_backlog() as i32;
+        let tls_port = server
+            .config
+            .get_one("tls-port")
+            .and_then(|p| p.parse::<u16>().ok())
+            .unwrap_or(0);
         let mut tcp = Vec::new();
-        if port != 0 || server.config.unixsocket().is_none() {
-            for addr in server.config.bind() {
-                let (optional, host) = match addr.strip_prefix('-') {
-                    Some(h) => (true, h),
-                    None => (false, addr.as_str()),
-                };
-                let ip: IpAddr = match host {
-                    "*" => "0.0.0.0".parse().expect("valid"),
-                    "::*" => "::".parse().expect("valid"),
-                    h => match h.parse() {
-                        Ok(ip) => ip,
-                        Err(_) if optional => continue,
-                        Err(_) => {
-                            return Err(io::Error::new(
-                                io::ErrorKind::InvalidInput,
-                                format!("Invalid bind address '{h}'"),
-                            ))
-                        }
-                    },
-                };
-                // With port 0 (tests), every address must share the port the first got.
-                let use_port = if port == 0 && !tcp.is_empty() {
-                    server.bound_port.load(Ordering::Relaxed) as u16
-                } else {
-                    port
-                };
-                match bind_tcp(SocketAddr::new(ip, use_port), backlog) {
-                    Ok(l) => {
-                        if tcp.is_empty() {
-                            let p = l.local_addr()?.port();
-                            server.bound_port.store(p as u64, Ordering::Relaxed);
-                        }
-                        tcp.push(l);
-                    }
-                    Err(_) if optional => {}
-                    Err(e) => {
-                        return Err(io::Error::new(
-                            e.kind(),
-                            format!(
-                            "Could not create server TCP listening socket {host}:{use_port}: {e}"
-                        ),
-                        ))
-                    }
-                }
-            }
+        if port != 0 || (server.config.unixsocket().is_none() && tls_port == 0) {
+            tcp = bind_port(server, port)?;
+        }
+        let tls = if tls_port != 0 {
+            bind_port(server, tls_port)?
+        } else {
+            Vec::new()
+        };
+        // INFO's tcp_port and the banner show the TLS port when there is no
+        // plaintext one, as Redis's `port ? port : tls_port`.
+        if let Some(l) = tcp.first().or(tls.first()) {
+            server
+                .bound_port
+                .store(l.local_addr()?.port() as u64, Ordering::Relaxed);
         }
         let unix = match server.config.unixsocket() {
             Some(path) => {
@@ -91,8 +72,51 @@ impl Listeners {
             }
             None => None,
         };
-        Ok(Listeners { tcp, unix })
+        Ok(Listeners { tcp, tls, unix })
     }
+}
+
+/// One listener per `bind` address on `port` (0: a free port, the same
+/// for every address).
+fn bind_port(server: &Server, port: u16) -> io::Result<Vec<TcpListener>> {
+    let backlog = server.config.tcp_backlog() as i32;
+    let mut tcp: Vec<TcpListener> = Vec::new();
+    for addr in server.config.bind() {
+        let (optional, host) = match addr.strip_prefix('-') {
+            Some(h) => (true, h),
+            None => (false, addr.as_str()),
+        };
+        let ip: IpAddr = match host {
+            "*" => "0.0.0.0".parse().expect("valid"),
+            "::*" => "::".parse().expect("valid"),
+            h => match h.parse() {
+                Ok(ip) => ip,
+                Err(_) if optional => continue,
+                Err(_) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!("Invalid bind address '{h}'"),
+                    ))
+                }
+            },
+        };
+        // With port 0 (tests), every address shares the port the first got.
+        let use_port = match tcp.first() {
+            Some(l) if port == 0 => l.local_addr()?.port(),
+            _ => port,
+        };
+        match bind_tcp(SocketAddr::new(ip, use_port), backlog) {
+            Ok(l) => tcp.push(l),
+            Err(_) if optional => {}
+            Err(e) => {
+                return Err(io::Error::new(
+                    e.kind(),
+                    format!("Could not create server TCP listening socket {host}:{use_port}: {e}"),
+                ))
+            }
+        }
+    }
+    Ok(tcp)
 }
 
 fn bind_tcp(addr: SocketAddr, backlog: i32) -> io::Result<TcpListener> {
@@ -121,7 +145,16 @@ pub fn run(server: Arc<Server>, mut listeners: Listeners, mut poll: Poll) {
             tracing::error!("cannot poll listener: {e}");
         }
     }
-    let unix_token = Token(listeners.tcp.len());
+    let first_tls = listeners.tcp.len();
+    for (i, l) in listeners.tls.iter_mut().enumerate() {
+        if let Err(e) = poll
+            .registry()
+            .register(l, Token(first_tls + i), Interest::READABLE)
+        {
+            tracing::error!("cannot poll TLS listener: {e}");
+        }
+    }
+    let unix_token = Token(first_tls + listeners.tls.len());
     if let Some(l) = listeners.unix.as_mut() {
         let _ = poll.registry().register(l, unix_token, Interest::READABLE);
     }
@@ -149,6 +182,18 @@ pub fn run(server: Arc<Server>, mut listeners: Listeners, mut poll: Poll) {
                         Some(Err(e)) => Err(e),
                         None => break,
                     }
+                } else if t.0 >= first_tls {
+                    match listeners.tls[t.0 - first_tls].accept() {
+                        Ok((s, peer)) => {
+                            let local = s.local_addr().map(|a| a.to_string()).unwrap_or_default();
+                            configure_tcp(&server, &s);
+                            match start_tls(&server, s) {
+                                Some(tls) => Ok((Stream::Tls(tls), peer.to_string(), local, false)),
+                                None => continue,
+                            }
+                        }
+                        Err(e) => Err(e),
+                    }
                 } else {
                     match listeners.tcp[t.0].accept() {
                         Ok((s, peer)) => {
@@ -170,6 +215,29 @@ pub fn run(server: Arc<Server>, mut listeners: Listeners, mut poll: Poll) {
                     }
                 }
             }
+        }
+    }
+}
+
+/// Wraps a socket accepted on the TLS port in the server side of a
+/// handshake, with the configuration in force and `tls-auth-clients` as it
+/// is now. None (the socket is dropped, the reason logged) when TLS cannot
+/// accept it.
+fn start_tls(server: &Server, sock: mio::net::TcpStream) -> Option<Box<TlsStream>> {
+    let auth = AuthClients::from_config(&server.config);
+    let config = server
+        .tls
+        .context()
+        .ok_or("TLS is not configured")
+        .and_then(|ctx| ctx.for_accept(auth));
+    let started = config
+        .map_err(|e| e.to_string())
+        .and_then(|c| TlsStream::new(sock, c).map_err(|e| e.to_string()));
+    match started {
+        Ok(tls) => Some(Box::new(tls)),
+        Err(e) => {
+            tracing::warn!("Error accepting a client connection: {e}");
+            None
         }
     }
 }
@@ -215,10 +283,7 @@ fn hand_out(
             .fetch_add(1, Ordering::Relaxed);
         return;
     }
-    let fd = match &stream {
-        Stream::Tcp(s) => s.as_raw_fd(),
-        Stream::Unix(s) => s.as_raw_fd(),
-    };
+    let fd = stream.raw_fd();
     let workers = server
         .workers
         .get()

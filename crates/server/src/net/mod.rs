@@ -5,8 +5,10 @@
 
 pub mod client;
 pub mod conn;
+pub mod link;
 pub mod listener;
 pub mod lookahead;
 pub mod outbound;
 pub mod session;
+pub mod tls;
 pub mod worker;

@@ -528,7 +528,7 @@ impl Worker {
         let shared = conn.session.shared.clone();
         let kind = conn.session.repl.handoff.take();
         let pending = conn.out.as_bytes().to_vec();
-        match (kind, conn.stream.into_blocking_socket()) {
+        match (kind, conn.stream.into_link()) {
             (Some(kind), Ok(socket)) => {
                 let conf = &conn.session.repl;
                 crate::repl::master::start(&self.server, socket, shared, conf, kind, pending);
@@ -560,11 +560,13 @@ impl Worker {
         self.server.clients.remove(conn.session.id);
     }
 
-    /// Housekeeping: idle timeouts, killed clients, paused input.
+    /// Housekeeping: idle timeouts, stalled TLS handshakes, killed clients,
+    /// paused input.
     fn tick(&mut self) {
         let server = self.server.clone();
         let timeout_s = server.config.hot.timeout.load(Ordering::Relaxed);
         let now = now_ms();
+        let now_instant = Instant::now();
         let mut to_close = Vec::new();
         let mut to_resume = Vec::new();
         let mut to_release = Vec::new();
@@ -575,6 +577,11 @@ impl Worker {
         {
             let shared = &conn.session.shared;
             if shared.killed.load(Ordering::Relaxed) {
+                to_close.push(idx);
+                continue;
+            }
+            if conn.stream.handshake_expired(now_instant) {
+                tracing::warn!("Error accepting a client connection: TLS handshake timed out");
                 to_close.push(idx);
                 continue;
             }

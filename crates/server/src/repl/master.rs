@@ -17,11 +17,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
-use socket2::Socket;
 use vireo_resp::{ParseLimits, Parser};
 use vireo_store::clock::now_ms;
 
 use crate::net::client::{cflags, ClientShared};
+use crate::net::link::Link;
 use crate::persist::aof::rewrite::{write_base, BaseFormat};
 use crate::server::Server;
 
@@ -59,7 +59,7 @@ pub struct Replica {
     /// The address the replica announced, for INFO and ROLE.
     pub ip: String,
     pub port: u16,
-    socket: Socket,
+    socket: Link,
     out: Mutex<Outbox>,
     cond: Condvar,
     state: AtomicU8,
@@ -159,7 +159,7 @@ impl Replica {
 /// threads; on failure the client is dropped.
 pub fn start(
     server: &Arc<Server>,
-    socket: Socket,
+    socket: Link,
     client: Arc<ClientShared>,
     conf: &ClientRepl,
     kind: SyncKind,

@@ -3,7 +3,9 @@
 //! (`acl_log.rs`), and here the glue the rest of the server calls:
 //! authentication, the permission check before a command runs (top level,
 //! inside EXEC, from scripts), NOPERM replies and log entries, and the
-//! disconnection of clients whose user changed or went away.
+//! disconnection of clients whose user changed or went away. TLS
+//! configuration (`tls.rs`: certificates, trust, protocol versions, cipher
+//! suites) lives here too; a connection's TLS record layer is `net/tls.rs`.
 //!
 //! The check's cost for a user allowed everything (the default user as
 //! shipped) is one atomic load: [`command_denied`] tests
@@ -11,6 +13,7 @@
 
 pub mod acl;
 pub mod acl_log;
+pub mod tls;
 pub mod users;
 
 use std::sync::Arc;
