@@ -146,6 +146,7 @@ pub fn start(server: Arc<Server>) -> std::io::Result<()> {
         tracing::error!("{msg}");
     } else {
         tracing::info!("Ready to accept connections");
+        repl::replica::follow_configured(&server);
     }
     // Stopping: the signal thread or SHUTDOWN sets the flag and wakes us all.
     while !server.shutting_down.load(Ordering::Acquire) {

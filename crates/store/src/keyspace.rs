@@ -374,6 +374,9 @@ pub struct Keyspace {
     /// Unix ms until which expired keys are kept (0: not paused); see
     /// [`Keyspace::pause_expiry_until`].
     expiry_paused_until: AtomicU64,
+    /// This server follows a master: expired keys are kept until the
+    /// master's DEL arrives (see [`Keyspace::set_replica_expiry`]).
+    replica_expiry: AtomicBool,
 }
 
 impl Keyspace {
@@ -396,6 +399,7 @@ impl Keyspace {
             snapshot_left: AtomicUsize::new(0),
             snapshots_begun: AtomicU64::new(0),
             expiry_paused_until: AtomicU64::new(0),
+            replica_expiry: AtomicBool::new(false),
             ttls_maybe: AtomicBool::new(false),
         }
     }
@@ -605,9 +609,19 @@ impl Keyspace {
         self.expiry_paused_until.store(until, Ordering::Release);
     }
 
-    /// True while [`Keyspace::pause_expiry_until`] holds at `now` (ms).
+    /// Expiry on a replica, as in Redis 7.0: keys past their TTL read as
+    /// absent but stay until the master's DEL for them arrives, and active
+    /// expiry stops, so the dataset follows the master's exactly. Writes
+    /// (on a writable replica) still delete such a key before replacing it.
+    pub fn set_replica_expiry(&self, on: bool) {
+        self.replica_expiry.store(on, Ordering::Release);
+    }
+
+    /// True while expired keys must be kept: [`Keyspace::pause_expiry_until`]
+    /// holds at `now` (ms), or this is a replica.
     fn expiry_paused(&self, now: u64) -> bool {
-        now < self.expiry_paused_until.load(Ordering::Acquire)
+        self.replica_expiry.load(Ordering::Acquire)
+            || now < self.expiry_paused_until.load(Ordering::Acquire)
     }
 
     /// Records that a key got a TTL, for [`Keyspace::active_expire_cycle`].
@@ -1805,6 +1819,31 @@ mod tests {
         drop(k);
         while ks.active_expire_cycle(Duration::from_secs(1), &mut |_, _| {}) > 0 {}
         assert_eq!(ks.db_sizes()[0].0, 1);
+    }
+
+    #[test]
+    fn a_replica_keeps_expired_keys_until_told_otherwise() {
+        let ks = Keyspace::new(1, 4);
+        let mut k = ks.lock_all();
+        k.set(0, b"a", s(b"v"));
+        k.set_expire(0, b"a", 1);
+        drop(k);
+        ks.set_replica_expiry(true);
+        // Even an ended CLIENT PAUSE does not bring expiry back.
+        ks.pause_expiry_until(0);
+        assert_eq!(
+            ks.active_expire_cycle(Duration::from_secs(1), &mut |_, _| {}),
+            0
+        );
+        let mut k = ks.lock_all();
+        assert!(k.get_read(0, b"a").is_none());
+        assert!(k.take_expired().is_empty());
+        drop(k);
+        assert_eq!(ks.db_sizes()[0].0, 1);
+        ks.set_replica_expiry(false);
+        let mut k = ks.lock_all();
+        assert!(k.get_read(0, b"a").is_none());
+        assert_eq!(k.take_expired().len(), 1);
     }
 
     #[test]

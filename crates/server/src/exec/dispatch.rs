@@ -76,7 +76,7 @@ pub fn run(
     // as Redis ignores maxmemory while loading.
     // One load of the hook word serves every hook of this command.
     let hooks = crate::exec::notify::hooks(server);
-    let oom = if session.replaying {
+    let oom = if session.replaying || session.from_master {
         None
     } else {
         oom_rejection(server, session, out, cmd, args, hooks)
@@ -124,7 +124,7 @@ pub fn run(
         }
         return Outcome::Done;
     }
-    if !session.replaying && is_paused_for(server, session, cmd, args) {
+    if !session.replaying && !session.from_master && is_paused_for(server, session, cmd, args) {
         return Outcome::Postponed;
     }
     let mut keys = lock_for(server, session, cmd, args);
@@ -134,6 +134,7 @@ pub fn run(
         record_for_events(&mut keys, hooks);
     }
     let replaying = session.replaying;
+    let deny_blocking = replaying || session.from_master;
     let mut ctx = Ctx {
         server,
         db: session.db,
@@ -142,8 +143,9 @@ pub fn run(
         keys,
         dirty: 0,
         ready: Vec::new(),
-        // The AOF's fake client never waits (Redis asserts it cannot).
-        deny_blocking: replaying,
+        // The AOF's fake client and a master never wait (Redis asserts
+        // they cannot).
+        deny_blocking,
         effects: None,
         expired_announced: 0,
         hooks,
@@ -367,6 +369,9 @@ fn persistence_rejection(
     args: Args<'_>,
 ) -> Option<std::borrow::Cow<'static, str>> {
     let spec = cmd.spec;
+    if session.from_master {
+        return None;
+    }
     let writes = has_flag_or_queued(server, session, cmd, args, flags::WRITE);
     if writes || spec.name == "ping" {
         if let Some(msg) = disk_error(server) {
@@ -378,12 +383,41 @@ fn persistence_rejection(
             return Some(msg.into());
         }
     }
+    if server.repl.is_replica() {
+        if let Some(msg) = replica_rejection(server, session, cmd, writes) {
+            return Some(msg.into());
+        }
+    }
     // The AOF's own replay runs while the server is loading.
     if server.rdb.loading.load(Ordering::Acquire) && !spec.has(flags::LOADING) && !session.replaying
     {
         return Some("LOADING Redis is loading the dataset in memory".into());
     }
     None
+}
+
+/// What a replica refuses to its clients: writes when `replica-read-only`
+/// (READONLY), and commands not flagged `stale` while the link to the
+/// master is down and `replica-serve-stale-data` is off (MASTERDOWN).
+fn replica_rejection(
+    server: &Server,
+    session: &Session,
+    cmd: CmdRef,
+    writes: bool,
+) -> Option<&'static str> {
+    if writes && server.config.flag("replica-read-only") {
+        return Some("READONLY You can't write against a read only replica.");
+    }
+    let stale_ok = cmd.spec.has(flags::STALE)
+        && !(cmd.spec.name == "exec"
+            && session
+                .multi
+                .as_ref()
+                .is_some_and(|m| m.queue.iter().any(|(c, _)| !c.spec.has(flags::STALE))));
+    let link_up = server.repl.link().is_some_and(|l| l.is_connected());
+    (!stale_ok && !link_up && !server.config.flag("replica-serve-stale-data")).then_some(
+        "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
+    )
 }
 
 /// NOREPLICAS while `min-replicas-to-write` asks for more good replicas
