@@ -200,6 +200,8 @@ impl Repl {
         }
         let mut s = self.stream.lock();
         s.backlog = Some(Backlog::new(backlog_size(server), offset));
+        // Once promoted, this server's own writes feed the backlog.
+        server.aof.set_replicating(true);
         self.offset.store(offset, Ordering::SeqCst);
         for r in s.replicas.drain(..) {
             r.close();
@@ -304,6 +306,7 @@ fn feed_from_master(server: &Server, bytes: &[u8]) {
     let mut s = repl.stream.lock();
     if s.backlog.is_none() {
         s.backlog = Some(Backlog::new(backlog_size(server), repl.offset()));
+        server.aof.set_replicating(true);
     }
     repl.append(&mut s, bytes, server);
 }
@@ -386,13 +389,14 @@ pub fn attach(server: &Server, replica: Arc<Replica>) -> u64 {
     offset
 }
 
-/// A replica (or a full sync that never attached) is gone; effects stop
-/// being collected for replication when none is left.
+/// A replica (or a full sync that never attached) is gone. Effects stay
+/// collected while a backlog exists: a replica may come back for a partial
+/// resync, and the backlog must hold every write since it left.
 pub fn detach(server: &Server, client_id: u64) {
     let mut s = server.repl.stream.lock();
     s.replicas.retain(|r| r.client.id != client_id);
     s.users = s.users.saturating_sub(1);
-    if s.users == 0 {
+    if s.users == 0 && s.backlog.is_none() {
         server.aof.set_replicating(false);
     }
 }

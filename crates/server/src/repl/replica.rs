@@ -225,6 +225,10 @@ pub fn unfollow(server: &Server) -> bool {
     // The link thread applies a command and streams it under this lock:
     // once held, no command of the old master is half-applied.
     let applying = repl.apply.lock();
+    // The master's commands applied so far are in the stream already: the
+    // AOF writer must hand them on (and they be dropped) before this
+    // server's own writes start feeding the stream.
+    server.aof.wait_written(Duration::from_secs(1));
     repl.following.store(false, Ordering::Release);
     server.keyspace.set_replica_expiry(false);
     crate::ops::log::set_replica_role(false);
