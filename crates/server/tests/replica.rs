@@ -339,12 +339,14 @@ fn serve_fake(
                 w.write_all(psync_reply)?;
                 w.write_all(payload)?;
                 let mut sink = [0u8; 1024];
-                while keep_open {
-                    match r.read(&mut sink) {
-                        Ok(0) => break,
-                        Ok(_) => {}
-                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                        Err(_) => break,
+                if keep_open {
+                    loop {
+                        match r.read(&mut sink) {
+                            Ok(0) => break,
+                            Ok(_) => {}
+                            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                            Err(_) => break,
+                        }
                     }
                 }
                 return Ok(());
