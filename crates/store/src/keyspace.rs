@@ -746,6 +746,9 @@ pub struct Keys<'a> {
     now: u64,
     /// Lookups update access metadata (false for a CLIENT NO-TOUCH client).
     touch: bool,
+    /// Lookups ignore TTLs: a replica's master client sees every key its
+    /// master sent until the master deletes it (see [`Keys::set_ttl_blind`]).
+    ttl_blind: bool,
     /// Keys this view deleted because their TTL had passed, as (db, key),
     /// in order, for the persistence log (Redis propagates them as DEL).
     expired: Vec<(usize, Key)>,
@@ -779,6 +782,7 @@ impl<'a> Keys<'a> {
             dynamic,
             now: command_now_ms(),
             touch: true,
+            ttl_blind: false,
             expired: Vec::new(),
             recorded: None,
             last_pos: 0,
@@ -860,9 +864,10 @@ impl<'a> Keys<'a> {
     /// leaves an expired key in place while expiry is paused.
     fn find_live_for(&mut self, db: usize, hash: u64, key: &[u8], writing: bool) -> Option<usize> {
         let now = self.now;
+        let blind = self.ttl_blind;
         let keys = &self.shard(hash).dbs[db].keys;
         let i = keys.position(hash, key)?;
-        if keys.at(i).is_some_and(|e| e.is_expired(now)) {
+        if !blind && keys.at(i).is_some_and(|e| e.is_expired(now)) {
             if writing || !self.ks.expiry_paused(now) {
                 self.expire_held(db, hash, key);
             }
@@ -885,6 +890,15 @@ impl<'a> Keys<'a> {
     /// access time and counter (CLIENT NO-TOUCH); [`Keys::touch`] still does.
     pub fn set_no_touch(&mut self, no_touch: bool) {
         self.touch = !no_touch;
+    }
+
+    /// With `blind`, lookups through this view find keys whose TTL passed
+    /// as if it had not, and never delete them: what a replica's master
+    /// client needs, as the master decides when a key expires (its DEL
+    /// follows) and the two clocks differ (Redis's `expireIfNeeded` spares
+    /// the master client too).
+    pub fn set_ttl_blind(&mut self, blind: bool) {
+        self.ttl_blind = blind;
     }
 
     /// The keyspace this view locks.
@@ -1076,7 +1090,7 @@ impl<'a> Keys<'a> {
         shard.dbs[db]
             .keys
             .get(hash, key)
-            .filter(|e| !e.is_expired(self.now))
+            .filter(|e| self.ttl_blind || !e.is_expired(self.now))
     }
 
     /// Looks a key up for a read command: like [`Keys::get_mut`], and counts
@@ -1819,6 +1833,21 @@ mod tests {
         drop(k);
         while ks.active_expire_cycle(Duration::from_secs(1), &mut |_, _| {}) > 0 {}
         assert_eq!(ks.db_sizes()[0].0, 1);
+    }
+
+    #[test]
+    fn a_ttl_blind_view_sees_and_keeps_expired_keys() {
+        let ks = Keyspace::new(1, 4);
+        let mut k = ks.lock_all();
+        k.set(0, b"a", s(b"v"));
+        k.set_expire(0, b"a", 1);
+        k.set_ttl_blind(true);
+        assert!(k.get_read(0, b"a").is_some());
+        assert!(k.get_mut(0, b"a").is_some());
+        assert!(k.peek(0, b"a").is_some());
+        assert!(k.take_expired().is_empty());
+        k.set_ttl_blind(false);
+        assert!(k.get_read(0, b"a").is_none());
     }
 
     #[test]

@@ -130,6 +130,8 @@ pub fn run(
     let mut keys = lock_for(server, session, cmd, args);
     // CLIENT NO-TOUCH: this client's lookups leave access times alone.
     keys.set_no_touch(session.no_touch);
+    // A replica's master decides when keys expire: its DEL follows.
+    keys.set_ttl_blind(session.from_master);
     if hooks != 0 {
         record_for_events(&mut keys, hooks);
     }
@@ -157,6 +159,10 @@ pub fn run(
     // pipelined replies may still be pending when CLIENT REPLY drops this one.
     let mark = ctx.out.mark();
     call(&mut ctx, cmd, args);
+    if ctx.dirty > 0 && server.repl.is_replica() && !ctx.session.from_master {
+        let keys = spec.key_indices(args).into_iter().map(|i| args.get(i));
+        crate::repl::replica::note_local_write(server, ctx.db, keys);
+    }
     // The unit's effects reach the AOF while its locks are held, so the
     // log's order is the order of effects on every key.
     if !ctx.session.aof_unit.is_empty() {
@@ -420,13 +426,18 @@ fn replica_rejection(
     )
 }
 
-/// NOREPLICAS while `min-replicas-to-write` asks for more good replicas
-/// than are connected (none: Vireo does not replicate yet).
+/// NOREPLICAS while `min-replicas-to-write` asks a master for more good
+/// replicas (online, acknowledged within `min-replicas-max-lag` seconds)
+/// than it has.
 pub fn replicas_error(server: &Server) -> Option<&'static str> {
     let hot = &server.config.hot;
     let wanted = hot.min_replicas_to_write.load(Ordering::Relaxed);
     let lag = hot.min_replicas_max_lag.load(Ordering::Relaxed);
-    (wanted > 0 && lag > 0).then_some("NOREPLICAS Not enough good replicas to write.")
+    (wanted > 0
+        && lag > 0
+        && !server.repl.is_replica()
+        && (server.repl.good_replicas(lag) as u64) < wanted)
+        .then_some("NOREPLICAS Not enough good replicas to write.")
 }
 
 /// Why writes are refused for persistence reasons (Redis's

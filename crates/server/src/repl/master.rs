@@ -158,6 +158,11 @@ impl Replica {
         self.cond.notify_all();
     }
 
+    /// Seconds since the replica's last acknowledgement.
+    pub(super) fn lag_secs(&self) -> u64 {
+        now_ms().saturating_sub(self.ack_ms.load(Ordering::Relaxed)) / 1000
+    }
+
     /// The INFO `slaveN` value.
     pub(super) fn info_line(&self, _master_offset: u64) -> String {
         let state = match self.state.load(Ordering::Relaxed) {
@@ -165,7 +170,7 @@ impl Replica {
             SEND_BULK => "send_bulk",
             _ => "online",
         };
-        let lag = now_ms().saturating_sub(self.ack_ms.load(Ordering::Relaxed)) / 1000;
+        let lag = self.lag_secs();
         format!(
             "ip={},port={},state={state},offset={},lag={lag}",
             self.ip,
@@ -262,6 +267,7 @@ fn finish(server: &Server, r: &Replica) {
 /// and the RDB bulk.
 fn full_sync(server: &Arc<Server>, r: &Arc<Replica>, kind: &SyncKind) -> std::io::Result<()> {
     tracing::info!("Starting BGSAVE for SYNC with target: disk");
+    server.repl.count_full_sync();
     let path = PathBuf::from(format!(
         "temp-repl-{}-{}.rdb",
         std::process::id(),

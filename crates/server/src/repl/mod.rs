@@ -62,6 +62,13 @@ pub struct Repl {
     /// The replication id and offset (this server's own) describe a master
     /// history a PSYNC may continue (Redis's cached master).
     cached_master: AtomicBool,
+    /// Full resyncs served, partial resyncs accepted and refused (INFO
+    /// `sync_full`, `sync_partial_ok`, `sync_partial_err`).
+    sync_stats: [AtomicU64; 3],
+    /// Keys clients of a writable replica wrote, which this server expires
+    /// itself (its master knows nothing of them): Redis's
+    /// `slaveKeysWithExpire`.
+    local_keys: Mutex<std::collections::HashSet<(usize, vireo_store::Key)>>,
     /// Held by the master link around applying a command and streaming it,
     /// and by a replica's full sync around its cut, so that on a replica
     /// the cut and the stream offset agree.
@@ -105,6 +112,8 @@ impl Default for Repl {
             following: AtomicBool::new(false),
             link: Mutex::new(None),
             cached_master: AtomicBool::new(false),
+            local_keys: Mutex::new(Default::default()),
+            sync_stats: Default::default(),
             apply: Mutex::new(()),
         }
     }
@@ -142,6 +151,16 @@ impl Repl {
         self.stream.lock().replicas.clone()
     }
 
+    /// Replicas online that acknowledged within `max_lag` seconds
+    /// (`min-replicas-max-lag`).
+    pub fn good_replicas(&self, max_lag: u64) -> usize {
+        let s = self.stream.lock();
+        s.replicas
+            .iter()
+            .filter(|r| r.is_online() && r.lag_secs() <= max_lag)
+            .count()
+    }
+
     /// How many attached replicas acknowledged `offset` (WAIT).
     pub fn acked(&self, offset: u64) -> usize {
         let s = self.stream.lock();
@@ -170,6 +189,18 @@ impl Repl {
         for r in &s.replicas {
             r.push(bytes, server);
         }
+    }
+
+    /// INFO's `sync_full`, `sync_partial_ok` and `sync_partial_err`.
+    pub fn sync_stats(&self) -> [u64; 3] {
+        self.sync_stats
+            .each_ref()
+            .map(|s| s.load(Ordering::Relaxed))
+    }
+
+    /// Counts a full resync served.
+    fn count_full_sync(&self) {
+        self.sync_stats[0].fetch_add(1, Ordering::Relaxed);
     }
 
     /// True while this server follows a master.
@@ -253,8 +284,15 @@ impl Repl {
             }
             None => kv("role", "master".into()),
         }
+        let hot = &server.config.hot;
+        let min_write = hot.min_replicas_to_write.load(Ordering::Relaxed);
+        let max_lag = hot.min_replicas_max_lag.load(Ordering::Relaxed);
+        let good = (min_write > 0 && max_lag > 0).then(|| self.good_replicas(max_lag));
         let s = self.stream.lock();
         kv("connected_slaves", s.replicas.len().to_string());
+        if let Some(good) = good {
+            kv("min_slaves_good_slaves", good.to_string());
+        }
         for (i, r) in s.replicas.iter().enumerate() {
             kv(&format!("slave{i}"), r.info_line(self.offset()));
         }
@@ -335,6 +373,9 @@ pub fn try_continue(
     let known = replid.eq_ignore_ascii_case(&id)
         || (replid.eq_ignore_ascii_case(&id2) && psync_offset <= second_offset);
     if !known {
+        if replid != "?" {
+            repl.sync_stats[2].fetch_add(1, Ordering::Relaxed);
+        }
         if replid == "?" {
             tracing::info!("Full resync requested by replica {name}");
         } else if !replid.eq_ignore_ascii_case(&id) && !replid.eq_ignore_ascii_case(&id2) {
@@ -355,9 +396,11 @@ pub fn try_continue(
         if psync_offset > repl.offset() as i64 {
             tracing::warn!("Warning: replica {name} tried to PSYNC with an offset that is greater than the master replication offset.");
         }
+        repl.sync_stats[2].fetch_add(1, Ordering::Relaxed);
         return false;
     };
     let len = bytes.len();
+    repl.sync_stats[1].fetch_add(1, Ordering::Relaxed);
     replica.continue_at(repl.offset(), &repl.replid(), &bytes);
     s.replicas.push(replica.clone());
     drop(s);

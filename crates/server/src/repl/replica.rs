@@ -180,6 +180,7 @@ pub fn follow(server: &Arc<Server>, host: &str, port: u16) -> bool {
         old.stop();
     }
     let was_master = slot.is_none();
+    crate::exec::blocking::unblock_all_for_role_change(server);
     let link = Arc::new(MasterLink {
         host: host.to_string(),
         port,
@@ -239,6 +240,36 @@ pub fn unfollow(server: &Server) -> bool {
     repl.disconnect_replicas();
     drop(applying);
     true
+}
+
+/// A client of a writable replica changed `keys` of `db`: those given a
+/// TTL are expired by this server ([`expire_local_keys`]).
+pub fn note_local_write<'k>(server: &Server, db: usize, keys: impl Iterator<Item = &'k [u8]>) {
+    let mut local = server.repl.local_keys.lock();
+    local.extend(keys.map(|k| (db, vireo_store::Key::from(k))));
+}
+
+/// Deletes the keys written on this replica whose TTL passed (cron); keys
+/// gone or without a TTL are forgotten.
+pub fn expire_local_keys(server: &Server) {
+    let repl = &server.repl;
+    if !repl.is_replica() {
+        repl.local_keys.lock().clear();
+        return;
+    }
+    let keys: Vec<_> = repl.local_keys.lock().drain().collect();
+    let mut keep = Vec::new();
+    for (db, key) in keys {
+        let mut view = server.keyspace.lock_keys([&key[..]]);
+        let has_ttl = view
+            .get_mut(db, &key)
+            .is_some_and(|e| e.expire_at().is_some());
+        drop(view.take_expired());
+        if has_ttl {
+            keep.push((db, key));
+        }
+    }
+    repl.local_keys.lock().extend(keep);
 }
 
 /// Starts following the master `replicaof` names in the configuration, if
