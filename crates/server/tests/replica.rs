@@ -505,3 +505,33 @@ fn vireo_follows_redis_server() {
     assert_eq!(info_field(&mut mc, "sync_partial_ok"), "1");
     let _ = q(&mut rc, &["PING"]);
 }
+
+/// A replica logging to an AOF rewrites it from the master's data after a
+/// full sync, then logs the stream: restarted alone, it has the data.
+#[test]
+fn a_replica_with_an_aof_restarts_with_the_masters_data() {
+    let (m, _) = start_logged(&[]);
+    let mut mc = m.conn();
+    ok(&mut mc, &["DEBUG", "POPULATE", "500"]);
+    let (r, _) = start_logged(&["--appendonly", "yes", "--appendfsync", "always"]);
+    let mut rc = r.conn();
+    let rewrites = info_field(&mut rc, "aof_rewrites");
+    replicaof(&mut rc, m.port);
+    wait_up(&mut rc);
+    ok(&mut mc, &["SET", "after", "sync"]);
+    ok(&mut mc, &["DEL", "key:3"]);
+    wait_same_data(&mut mc, &mut rc);
+    eventually("the rewrite after the sync", || {
+        info_field(&mut rc, "aof_rewrite_in_progress") == "0"
+            && info_field(&mut rc, "aof_rewrites") != rewrites
+    });
+    let want = digest(&mut mc);
+    drop(rc);
+    let dir = r.kill_keep_dir();
+    let again = Server::start_in(
+        dir,
+        &["--appendonly", "yes", "--enable-debug-command", "yes"],
+    );
+    let mut ac = again.conn();
+    assert_eq!(digest(&mut ac), want);
+}

@@ -368,7 +368,9 @@ fn sync_with_master(server: &Arc<Server>, link: &MasterLink) -> Result<Conn, Syn
     tracing::info!("Non blocking connect for SYNC fired the event.");
     link.set_state(HANDSHAKE);
     let writer = stream.try_clone().map_err(|e| Some(e.to_string()))?;
-    let _ = stream.set_read_timeout(Some(SYNCIO_TIMEOUT));
+    // A master that goes quiet during the handshake times out after
+    // `repl-timeout`, as Redis's cron judges it.
+    let _ = stream.set_read_timeout(Some(repl_timeout(server)));
     let _ = writer.set_write_timeout(Some(SYNCIO_TIMEOUT));
     let mut conn = Conn {
         reader: BufReader::with_capacity(64 * 1024, stream),
@@ -385,6 +387,11 @@ fn sync_with_master(server: &Arc<Server>, link: &MasterLink) -> Result<Conn, Syn
                 .repl
                 .reset_history(server, &replid, offset.max(0) as u64);
             tracing::info!("MASTER <-> REPLICA sync: Finished with success");
+            // The log must describe the new dataset: a rewrite starts it
+            // from it, as Redis's `restartAOFAfterSYNC`.
+            if server.aof.is_enabled() {
+                server.aof.request_rewrite();
+            }
         }
     }
     link.read_offset
@@ -395,9 +402,14 @@ fn sync_with_master(server: &Arc<Server>, link: &MasterLink) -> Result<Conn, Syn
     Ok(conn)
 }
 
+/// `repl-timeout`.
+fn repl_timeout(server: &Server) -> Duration {
+    Duration::from_secs(super::config_u64(server, "repl-timeout").unwrap_or(60))
+}
+
 /// Opens the TCP connection, within `repl-timeout`.
 fn connect(server: &Server, link: &MasterLink) -> Result<TcpStream, SyncError> {
-    let timeout = Duration::from_secs(super::config_u64(server, "repl-timeout").unwrap_or(60));
+    let timeout = repl_timeout(server);
     let addrs = (link.host.as_str(), link.port)
         .to_socket_addrs()
         .map_err(|e| Some(format!("Unable to connect to MASTER: {e}")))?;
@@ -516,8 +528,7 @@ fn psync(server: &Server, conn: &mut Conn) -> Result<Psync, SyncError> {
     })?;
     let reply = loop {
         // Newlines are keep-alives while the master prepares.
-        let line = reply_line(conn)
-            .map_err(|e| e.map(|_| "Master did not reply to PSYNC, will try later".to_string()))?;
+        let line = reply_line(conn)?;
         if !line.is_empty() {
             break line;
         }
@@ -718,8 +729,10 @@ fn receive_rdb(server: &Server, link: &MasterLink, conn: &mut Conn) -> Result<()
     link.set_state(TRANSFER);
     link.transfer_size.store(-1, Ordering::Relaxed);
     link.transfer_read.store(0, Ordering::Relaxed);
-    let timeout = Duration::from_secs(super::config_u64(server, "repl-timeout").unwrap_or(60));
-    let _ = conn.reader.get_ref().set_read_timeout(Some(timeout));
+    let _ = conn
+        .reader
+        .get_ref()
+        .set_read_timeout(Some(repl_timeout(server)));
     let diskless = use_diskless_load(server);
     let target = if diskless { "to parser" } else { "to disk" };
     let kind = loop {
@@ -962,7 +975,7 @@ fn follow_stream(server: &Arc<Server>, link: &MasterLink, mut conn: Conn) {
     let mut buf: Vec<u8> = Vec::new();
     let mut parsed = 0;
     let mut last_ack = Instant::now();
-    let timeout = Duration::from_secs(super::config_u64(server, "repl-timeout").unwrap_or(60));
+    let timeout = repl_timeout(server);
     link.last_io_ms.store(now_ms(), Ordering::Relaxed);
     while live(server, link) && !client.killed.load(Ordering::Relaxed) {
         if last_ack.elapsed() >= Duration::from_secs(1) {
@@ -1083,6 +1096,12 @@ fn reply_line(conn: &mut Conn) -> Result<String, SyncError> {
     read_line(&mut conn.reader)
         .map(|l| String::from_utf8_lossy(&l).into_owned())
         .map_err(|e| {
+            if matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            ) {
+                return Some("Timeout connecting to the MASTER...".to_string());
+            }
             tracing::warn!("Failed to read response from the server: {e}");
             Some("Master did not respond to command during SYNC handshake".to_string())
         })
