@@ -150,6 +150,10 @@ fn a_dropped_link_continues_with_a_partial_resync() {
     let (m, mlog) = start_logged(&[]);
     let (r, rlog) = start_logged(&[]);
     let (mut mc, mut rc) = (m.conn(), r.conn());
+    // The stream selects database 9 once: after each partial resync the
+    // replica must still apply it there.
+    ok(&mut mc, &["SELECT", "9"]);
+    ok(&mut rc, &["SELECT", "9"]);
     ok(&mut mc, &["SET", "a", "1"]);
     replicaof(&mut rc, m.port);
     wait_up(&mut rc);
@@ -206,6 +210,9 @@ fn a_promoted_replica_lets_its_sibling_continue_partially() {
     let (b, blog) = start_logged(&[]);
     let (c, clog) = start_logged(&[]);
     let (mut ac, mut bc, mut cc) = (a.conn(), b.conn(), c.conn());
+    for con in [&mut ac, &mut bc, &mut cc] {
+        ok(con, &["SELECT", "3"]);
+    }
     ok(&mut ac, &["SET", "x", "1"]);
     replicaof(&mut bc, a.port);
     replicaof(&mut cc, a.port);
@@ -223,6 +230,9 @@ fn a_promoted_replica_lets_its_sibling_continue_partially() {
     assert_eq!(info_field(&mut bc, "role"), "master");
     assert_eq!(info_field(&mut bc, "master_replid2"), old_id);
     ok(&mut bc, &["SET", "z", "3"]);
+    ok(&mut bc, &["SELECT", "4"]);
+    ok(&mut bc, &["SET", "in4", "x"]);
+    ok(&mut bc, &["SELECT", "3"]);
     replicaof(&mut cc, b.port);
     wait_up(&mut cc);
     wait_same_data(&mut bc, &mut cc);

@@ -19,7 +19,7 @@ use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpStream, ToSocketAddrs};
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -69,6 +69,10 @@ pub struct MasterLink {
     transfer_read: AtomicU64,
     /// Stream bytes read from the master (`slave_read_repl_offset`).
     read_offset: AtomicU64,
+    /// The database the master's stream last selected: a partial resync
+    /// goes on in it (the master sends no SELECT then), as Redis's cached
+    /// master keeps its database.
+    stream_db: AtomicUsize,
 }
 
 impl MasterLink {
@@ -193,6 +197,7 @@ pub fn follow(server: &Arc<Server>, host: &str, port: u16) -> bool {
         transfer_size: AtomicI64::new(-1),
         transfer_read: AtomicU64::new(0),
         read_offset: AtomicU64::new(0),
+        stream_db: AtomicUsize::new(0),
     });
     *slot = Some(link.clone());
     repl.following.store(true, Ordering::Release);
@@ -231,6 +236,9 @@ pub fn unfollow(server: &Server) -> bool {
     // server's own writes start feeding the stream.
     server.aof.wait_written(Duration::from_secs(1));
     repl.following.store(false, Ordering::Release);
+    // The replicas that continue with this server are in whatever database
+    // the old master's stream selected: its own stream starts with SELECT.
+    server.aof.mark_replica_cut(Box::new(|| {}));
     server.keyspace.set_replica_expiry(false);
     crate::ops::log::set_replica_role(false);
     if repl.cached_master.swap(false, Ordering::SeqCst) {
@@ -383,6 +391,7 @@ fn sync_with_master(server: &Arc<Server>, link: &MasterLink) -> Result<Conn, Syn
         }
         Psync::Full { replid, offset } => {
             receive_rdb(server, link, &mut conn)?;
+            link.stream_db.store(0, Ordering::Relaxed);
             server
                 .repl
                 .reset_history(server, &replid, offset.max(0) as u64);
@@ -967,6 +976,7 @@ fn follow_stream(server: &Arc<Server>, link: &MasterLink, mut conn: Conn) {
     };
     let mut session = Session::new(client.clone(), true);
     session.from_master = true;
+    session.db = link.stream_db.load(Ordering::Relaxed);
     let mut out = ReplyBuf::new(Protocol::Resp2);
     let mut parser = Parser::new();
     let limits = ParseLimits::default();
@@ -1027,6 +1037,7 @@ fn follow_stream(server: &Arc<Server>, link: &MasterLink, mut conn: Conn) {
     if session.in_multi() {
         crate::exec::multi::discard_transaction(server, &mut session);
     }
+    link.stream_db.store(session.db, Ordering::Relaxed);
     crate::exec::dispatch::on_disconnect(server, &mut session);
 }
 
