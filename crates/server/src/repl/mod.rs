@@ -336,6 +336,20 @@ pub fn feed_stream(server: &Server, bytes: &[u8]) {
     repl.append(&mut s, bytes, server);
 }
 
+/// Sends `cmd` to the replicas as it is, in no database and not to the AOF
+/// (DEBUG REPLICATE, for testing divergence). A replica passes on only its
+/// master's stream.
+pub fn feed_command(server: &Server, cmd: &[&[u8]]) {
+    let repl = &server.repl;
+    if repl.is_replica() {
+        return;
+    }
+    let mut bytes = Vec::new();
+    crate::persist::aof::reader::encode(&mut bytes, cmd);
+    let mut s = repl.stream.lock();
+    repl.append(&mut s, &bytes, server);
+}
+
 /// A replica applied `bytes` of its master's stream: they go on, verbatim,
 /// to its backlog and its own replicas (created at the first byte if a
 /// partial resync found none).

@@ -1066,6 +1066,9 @@ fn apply_buffered(
         let getack = is_getack(args);
         if !args.is_empty() && !getack {
             crate::exec::dispatch::run(server, session, out, args, None);
+            if out.as_bytes().first() == Some(&b'-') {
+                log_error_to_master(args, out.as_bytes());
+            }
             out.clear();
         }
         *parsed += used;
@@ -1081,6 +1084,15 @@ fn apply_buffered(
             send_ack(server, writer).map_err(|e| e.to_string())?;
         }
     }
+}
+
+/// A command from the master failed here: the data may now differ from
+/// the master's. Redis logs it loudly (its reply is never sent).
+fn log_error_to_master(args: Args<'_>, reply: &[u8]) {
+    let error = String::from_utf8_lossy(&reply[1..reply.len().min(4097)]);
+    let error = error.trim_end();
+    let name = crate::exec::dispatch::command_name(args.get(0)).unwrap_or("<unknown>");
+    tracing::warn!("== CRITICAL == This replica is sending an error to its master: '{error}' after processing the command '{name}'");
 }
 
 /// True for `REPLCONF GETACK ...`.
