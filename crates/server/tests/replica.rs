@@ -545,3 +545,32 @@ fn a_replica_with_an_aof_restarts_with_the_masters_data() {
     let mut ac = again.conn();
     assert_eq!(digest(&mut ac), want);
 }
+
+/// Keys a writable replica's own clients give a TTL expire there; keys of
+/// the master stay until the master deletes them, even once a local client
+/// touched them.
+#[test]
+fn a_writable_replica_expires_only_its_own_keys() {
+    let (m, _) = start_logged(&[]);
+    let (r, _) = start_logged(&["--replica-read-only", "no"]);
+    let (mut mc, mut rc) = (m.conn(), r.conn());
+    ok(&mut mc, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    replicaof(&mut rc, m.port);
+    wait_up(&mut rc);
+    ok(&mut mc, &["PFADD", "hll", "a", "b"]);
+    ok(&mut mc, &["PEXPIRE", "hll", "100"]);
+    wait_same_data(&mut mc, &mut rc);
+    // A local write to the master's key (PFCOUNT caches), then a key of
+    // the replica's own with a TTL.
+    ok(&mut rc, &["PFCOUNT", "hll"]);
+    ok(&mut rc, &["SET", "mine", "1", "PX", "100"]);
+    eventually("the replica's own key to expire", || {
+        ok(&mut rc, &["DBSIZE"]) == redis::Value::Int(1)
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(ok(&mut rc, &["DBSIZE"]), redis::Value::Int(1));
+    assert_eq!(
+        q(&mut rc, &["EXISTS", "hll"]).unwrap(),
+        redis::Value::Int(0)
+    );
+}

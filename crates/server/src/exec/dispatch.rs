@@ -158,10 +158,12 @@ pub fn run(
     // A logical mark (stable across socket writes), not a length: earlier
     // pipelined replies may still be pending when CLIENT REPLY drops this one.
     let mark = ctx.out.mark();
+    // A writable replica expires the TTLs its own clients set.
+    let local_ttls = (server.repl.is_replica() && !ctx.session.from_master)
+        .then(|| crate::repl::replica::key_ttls(&ctx.keys, ctx.db, spec, args));
     call(&mut ctx, cmd, args);
-    if ctx.dirty > 0 && server.repl.is_replica() && !ctx.session.from_master {
-        let keys = spec.key_indices(args).into_iter().map(|i| args.get(i));
-        crate::repl::replica::note_local_write(server, ctx.db, keys);
+    if let Some(before) = local_ttls.filter(|_| ctx.dirty > 0) {
+        crate::repl::replica::note_local_ttls(server, &ctx.keys, ctx.db, before);
     }
     // The unit's effects reach the AOF while its locks are held, so the
     // log's order is the order of effects on every key.

@@ -250,11 +250,48 @@ pub fn unfollow(server: &Server) -> bool {
     true
 }
 
-/// A client of a writable replica changed `keys` of `db`: those given a
-/// TTL are expired by this server ([`expire_local_keys`]).
-pub fn note_local_write<'k>(server: &Server, db: usize, keys: impl Iterator<Item = &'k [u8]>) {
-    let mut local = server.repl.local_keys.lock();
-    local.extend(keys.map(|k| (db, vireo_store::Key::from(k))));
+/// The TTLs of the keys a command names, read before it runs on a
+/// replica for one of its own clients (its key shards are held).
+pub fn key_ttls(
+    keys: &vireo_store::Keys<'_>,
+    db: usize,
+    spec: &crate::cmd::CommandSpec,
+    args: Args<'_>,
+) -> Vec<(vireo_store::Key, Option<u64>)> {
+    use crate::cmd::KeySpec;
+    if !matches!(spec.keys, KeySpec::Range { .. } | KeySpec::Custom { .. }) {
+        return Vec::new();
+    }
+    spec.key_indices(args)
+        .into_iter()
+        .map(|i| {
+            let key = args.get(i);
+            let ttl = keys.peek(db, key).and_then(|e| e.expire_at());
+            (vireo_store::Key::from(key), ttl)
+        })
+        .collect()
+}
+
+/// A client of a writable replica ran a write: the keys whose TTL it set
+/// (compared with `before`, from [`key_ttls`]) are expired by this server
+/// ([`expire_local_keys`]), as Redis's `rememberSlaveKeyWithExpire`.
+pub fn note_local_ttls(
+    server: &Server,
+    keys: &vireo_store::Keys<'_>,
+    db: usize,
+    before: Vec<(vireo_store::Key, Option<u64>)>,
+) {
+    let set: Vec<_> = before
+        .into_iter()
+        .filter(|(key, ttl)| {
+            let now = keys.peek(db, key).and_then(|e| e.expire_at());
+            now.is_some() && now != *ttl
+        })
+        .map(|(key, _)| (db, key))
+        .collect();
+    if !set.is_empty() {
+        server.repl.local_keys.lock().extend(set);
+    }
 }
 
 /// Deletes the keys written on this replica whose TTL passed (cron); keys
