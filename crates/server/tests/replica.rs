@@ -574,3 +574,28 @@ fn a_writable_replica_expires_only_its_own_keys() {
         redis::Value::Int(0)
     );
 }
+
+/// A replica that switches to a sibling (same master history) continues
+/// with a partial resync: it leaves its old master cached.
+#[test]
+fn switching_to_a_sibling_continues_partially() {
+    let (a, _) = start_logged(&[]);
+    let (b, _) = start_logged(&[]);
+    let (c, _) = start_logged(&[]);
+    let (mut ac, mut bc, mut cc) = (a.conn(), b.conn(), c.conn());
+    ok(&mut ac, &["SET", "k", "1"]);
+    replicaof(&mut bc, a.port);
+    replicaof(&mut cc, a.port);
+    wait_up(&mut bc);
+    wait_up(&mut cc);
+    ok(&mut ac, &["INCR", "k"]);
+    wait_same_data(&mut ac, &mut bc);
+    wait_same_data(&mut ac, &mut cc);
+    replicaof(&mut cc, b.port);
+    wait_up(&mut cc);
+    ok(&mut ac, &["INCR", "k"]);
+    wait_same_data(&mut ac, &mut cc);
+    assert_eq!(info_field(&mut bc, "sync_partial_ok"), "1");
+    assert_eq!(info_field(&mut bc, "sync_full"), "0");
+    assert_eq!(get(&mut cc, "k").as_deref(), Some("3"));
+}

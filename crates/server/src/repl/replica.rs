@@ -182,6 +182,14 @@ pub fn follow(server: &Arc<Server>, host: &str, port: u16) -> bool {
             return false;
         }
         old.stop();
+        // Once the lock is ours the old link applies nothing more; what it
+        // applied is a history the new master may continue (PSYNC2), as
+        // Redis caches the master it leaves.
+        drop(repl.apply.lock());
+        if old.is_connected() {
+            tracing::info!("Caching the disconnected master state.");
+            repl.cached_master.store(true, Ordering::SeqCst);
+        }
     }
     let was_master = slot.is_none();
     crate::exec::blocking::unblock_all_for_role_change(server);
@@ -1016,7 +1024,6 @@ fn follow_stream(server: &Arc<Server>, link: &MasterLink, mut conn: Conn) {
     session.db = link.stream_db.load(Ordering::Relaxed);
     let mut out = ReplyBuf::new(Protocol::Resp2);
     let mut parser = Parser::new();
-    let limits = ParseLimits::default();
     // Applied bytes not yet streamed on (an open transaction), then bytes
     // not yet parsed.
     let mut buf: Vec<u8> = Vec::new();
@@ -1058,17 +1065,21 @@ fn follow_stream(server: &Arc<Server>, link: &MasterLink, mut conn: Conn) {
         buf.extend_from_slice(&chunk[..n]);
         let applied = apply_buffered(
             server,
+            link,
             &mut session,
             &mut out,
             &mut parser,
-            &limits,
             &mut buf,
             &mut parsed,
             &mut conn.writer,
         );
-        if let Err(e) = applied {
-            tracing::warn!("Protocol error from master: {e}");
-            break;
+        match applied {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(e) => {
+                tracing::warn!("Protocol error from master: {e}");
+                break;
+            }
         }
     }
     if session.in_multi() {
@@ -1080,25 +1091,32 @@ fn follow_stream(server: &Arc<Server>, link: &MasterLink, mut conn: Conn) {
 
 /// Applies every complete command in `buf[*parsed..]`. Bytes stay in `buf`
 /// until streamed on: after each command applied outside a transaction,
-/// everything applied goes to this server's backlog and replicas.
+/// everything applied goes to this server's backlog and replicas. False
+/// when the link was stopped.
 #[allow(clippy::too_many_arguments)]
 fn apply_buffered(
     server: &Server,
+    link: &MasterLink,
     session: &mut Session,
     out: &mut ReplyBuf,
     parser: &mut Parser,
-    limits: &ParseLimits,
     buf: &mut Vec<u8>,
     parsed: &mut usize,
     writer: &mut TcpStream,
-) -> Result<(), String> {
+) -> Result<bool, String> {
+    let limits = ParseLimits::default();
     loop {
-        let used = match parser.parse(&buf[*parsed..], limits) {
+        let used = match parser.parse(&buf[*parsed..], &limits) {
             Ok(Some(used)) => used,
-            Ok(None) => return Ok(()),
+            Ok(None) => return Ok(true),
             Err(e) => return Err(format!("{e:?}")),
         };
         let applying = server.repl.apply.lock();
+        // Checked under the lock: once REPLICAOF stopped this link and took
+        // the lock, nothing more of this master is applied.
+        if link.stop.load(Ordering::SeqCst) {
+            return Ok(false);
+        }
         let args = parser.args(&buf[*parsed..]);
         let getack = is_getack(args);
         if !args.is_empty() && !getack {
