@@ -436,6 +436,11 @@ fn sync_with_master(server: &Arc<Server>, link: &MasterLink) -> Result<Conn, Syn
         }
         Psync::Full { replid, offset } => {
             receive_rdb(server, link, &mut conn)?;
+            if !live(server, link) {
+                // REPLICAOF changed during the load: the history is not
+                // this master's any more.
+                return Err(None);
+            }
             link.stream_db.store(0, Ordering::Relaxed);
             server
                 .repl
