@@ -165,9 +165,14 @@ fn a_dropped_link_continues_with_a_partial_resync() {
         );
         ok(&mut mc, &["INCR", "a"]);
         ok(&mut mc, &["SET", &format!("r{round}"), "x"]);
+        let continued = (round + 1).to_string();
+        eventually("the partial resync", || {
+            info_field(&mut mc, "sync_partial_ok") == continued
+        });
         wait_up(&mut rc);
         wait_same_data(&mut mc, &mut rc);
     }
+    assert_eq!(info_field(&mut mc, "sync_full"), "1");
     wait_log(&rlog, "Caching the disconnected master state.");
     wait_log(&rlog, "Trying a partial resynchronization (request ");
     wait_log(
@@ -598,4 +603,30 @@ fn switching_to_a_sibling_continues_partially() {
     assert_eq!(info_field(&mut bc, "sync_partial_ok"), "1");
     assert_eq!(info_field(&mut bc, "sync_full"), "0");
     assert_eq!(get(&mut cc, "k").as_deref(), Some("3"));
+}
+
+/// A replica stopped (SIGSTOP) and resumed keeps its link: the read
+/// interrupted by the stop is retried, not taken for a lost master.
+#[test]
+fn a_stopped_and_resumed_replica_keeps_its_link() {
+    let (m, _) = start_logged(&[]);
+    let (r, _) = start_logged(&[]);
+    let (mut mc, mut rc) = (m.conn(), r.conn());
+    replicaof(&mut rc, m.port);
+    wait_up(&mut rc);
+    let signal = |sig: &str| {
+        let status = std::process::Command::new("kill")
+            .args([sig, &r.pid().to_string()])
+            .status()
+            .expect("kill");
+        assert!(status.success());
+    };
+    signal("-STOP");
+    ok(&mut mc, &["SET", "while", "stopped"]);
+    std::thread::sleep(Duration::from_millis(1200));
+    signal("-CONT");
+    assert_eq!(ok(&mut mc, &["WAIT", "1", "5000"]), redis::Value::Int(1));
+    assert_eq!(get(&mut rc, "while").as_deref(), Some("stopped"));
+    assert_eq!(info_field(&mut mc, "sync_partial_ok"), "0");
+    assert_eq!(info_field(&mut mc, "sync_full"), "1");
 }

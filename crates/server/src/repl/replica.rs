@@ -870,9 +870,10 @@ fn save_payload<R: Read>(
         })?;
         let mut buf = vec![0u8; 64 * 1024];
         loop {
-            let n = payload
-                .read(&mut buf)
-                .map_err(|e| Some(transfer_error(&e)))?;
+            let n = match payload.read(&mut buf) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                read => read.map_err(|e| Some(transfer_error(&e)))?,
+            };
             if n == 0 {
                 break;
             }
@@ -1052,10 +1053,13 @@ fn follow_stream(server: &Arc<Server>, link: &MasterLink, mut conn: Conn) {
         let n = match conn.reader.read(&mut chunk) {
             Ok(0) => break,
             Ok(n) => n,
+            // A socket with a timeout returns EINTR after SIGSTOP/SIGCONT.
             Err(e)
                 if matches!(
                     e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
                 ) =>
             {
                 continue
