@@ -94,7 +94,12 @@ const SHUTDOWN_ON: Kind = Kind::Special;
 /// Every parameter Redis 7.0 knows, in roughly redis.conf's order.
 /// Debugging parameters Redis hides from `CONFIG GET` patterns: only asked
 /// for by their exact name do they answer (Redis's `HIDDEN_CONFIG`).
-const HIDDEN_PARAMS: [&str; 3] = ["rdb-key-save-delay", "key-load-delay", "use-exit-on-panic"];
+const HIDDEN_PARAMS: [&str; 4] = [
+    "rdb-key-save-delay",
+    "key-load-delay",
+    "loading-process-events-interval-bytes",
+    "use-exit-on-panic",
+];
 
 static PARAMS: &[Param] = &[
     // Network and general.
@@ -160,6 +165,13 @@ static PARAMS: &[Param] = &[
     p("dir", X, ""),
     p("rdb-key-save-delay", int(i64::MIN, i64::MAX), "0"),
     p("key-load-delay", int(i64::MIN, i64::MAX), "0"),
+    // How often a loading Redis serves clients; Vireo's workers serve them
+    // throughout a load (with -LOADING), whatever its value.
+    p(
+        "loading-process-events-interval-bytes",
+        int(1024, I32),
+        "2097152",
+    ),
     // Replication.
     Param {
         name: "replicaof",

@@ -176,6 +176,7 @@ pub fn start(server: Arc<Server>) -> std::io::Result<()> {
         server.shutting_down.store(true, Ordering::Release);
     } else {
         tracing::info!("Ready to accept connections");
+        repl::replica::follow_configured(&server);
     }
     // Stopping: the signal thread or SHUTDOWN sets the flag and wakes us all.
     while !server.shutting_down.load(Ordering::Acquire) {

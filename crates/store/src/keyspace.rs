@@ -374,6 +374,9 @@ pub struct Keyspace {
     /// Unix ms until which expired keys are kept (0: not paused); see
     /// [`Keyspace::pause_expiry_until`].
     expiry_paused_until: AtomicU64,
+    /// This server follows a master: expired keys are kept until the
+    /// master's DEL arrives (see [`Keyspace::set_replica_expiry`]).
+    replica_expiry: AtomicBool,
 }
 
 impl Keyspace {
@@ -396,6 +399,7 @@ impl Keyspace {
             snapshot_left: AtomicUsize::new(0),
             snapshots_begun: AtomicU64::new(0),
             expiry_paused_until: AtomicU64::new(0),
+            replica_expiry: AtomicBool::new(false),
             ttls_maybe: AtomicBool::new(false),
         }
     }
@@ -605,9 +609,19 @@ impl Keyspace {
         self.expiry_paused_until.store(until, Ordering::Release);
     }
 
-    /// True while [`Keyspace::pause_expiry_until`] holds at `now` (ms).
+    /// Expiry on a replica, as in Redis 7.0: keys past their TTL read as
+    /// absent but stay until the master's DEL for them arrives, and active
+    /// expiry stops, so the dataset follows the master's exactly. Writes
+    /// (on a writable replica) still delete such a key before replacing it.
+    pub fn set_replica_expiry(&self, on: bool) {
+        self.replica_expiry.store(on, Ordering::Release);
+    }
+
+    /// True while expired keys must be kept: [`Keyspace::pause_expiry_until`]
+    /// holds at `now` (ms), or this is a replica.
     fn expiry_paused(&self, now: u64) -> bool {
-        now < self.expiry_paused_until.load(Ordering::Acquire)
+        self.replica_expiry.load(Ordering::Acquire)
+            || now < self.expiry_paused_until.load(Ordering::Acquire)
     }
 
     /// Records that a key got a TTL, for [`Keyspace::active_expire_cycle`].
@@ -732,6 +746,9 @@ pub struct Keys<'a> {
     now: u64,
     /// Lookups update access metadata (false for a CLIENT NO-TOUCH client).
     touch: bool,
+    /// Lookups ignore TTLs: a replica's master client sees every key its
+    /// master sent until the master deletes it (see [`Keys::set_ttl_blind`]).
+    ttl_blind: bool,
     /// Keys this view deleted because their TTL had passed, as (db, key),
     /// in order, for the persistence log (Redis propagates them as DEL).
     expired: Vec<(usize, Key)>,
@@ -765,6 +782,7 @@ impl<'a> Keys<'a> {
             dynamic,
             now: command_now_ms(),
             touch: true,
+            ttl_blind: false,
             expired: Vec::new(),
             recorded: None,
             last_pos: 0,
@@ -846,9 +864,10 @@ impl<'a> Keys<'a> {
     /// leaves an expired key in place while expiry is paused.
     fn find_live_for(&mut self, db: usize, hash: u64, key: &[u8], writing: bool) -> Option<usize> {
         let now = self.now;
+        let blind = self.ttl_blind;
         let keys = &self.shard(hash).dbs[db].keys;
         let i = keys.position(hash, key)?;
-        if keys.at(i).is_some_and(|e| e.is_expired(now)) {
+        if !blind && keys.at(i).is_some_and(|e| e.is_expired(now)) {
             if writing || !self.ks.expiry_paused(now) {
                 self.expire_held(db, hash, key);
             }
@@ -871,6 +890,15 @@ impl<'a> Keys<'a> {
     /// access time and counter (CLIENT NO-TOUCH); [`Keys::touch`] still does.
     pub fn set_no_touch(&mut self, no_touch: bool) {
         self.touch = !no_touch;
+    }
+
+    /// With `blind`, lookups through this view find keys whose TTL passed
+    /// as if it had not, and never delete them: what a replica's master
+    /// client needs, as the master decides when a key expires (its DEL
+    /// follows) and the two clocks differ (Redis's `expireIfNeeded` spares
+    /// the master client too).
+    pub fn set_ttl_blind(&mut self, blind: bool) {
+        self.ttl_blind = blind;
     }
 
     /// The keyspace this view locks.
@@ -1079,7 +1107,7 @@ impl<'a> Keys<'a> {
         shard.dbs[db]
             .keys
             .get(hash, key)
-            .filter(|e| !e.is_expired(self.now))
+            .filter(|e| self.ttl_blind || !e.is_expired(self.now))
     }
 
     /// Looks a key up for a read command: like [`Keys::get_mut`], and counts
@@ -1841,6 +1869,46 @@ mod tests {
         drop(k);
         while ks.active_expire_cycle(Duration::from_secs(1), &mut |_, _| {}) > 0 {}
         assert_eq!(ks.db_sizes()[0].0, 1);
+    }
+
+    #[test]
+    fn a_ttl_blind_view_sees_and_keeps_expired_keys() {
+        let ks = Keyspace::new(1, 4);
+        let mut k = ks.lock_all();
+        k.set(0, b"a", s(b"v"));
+        k.set_expire(0, b"a", 1);
+        k.set_ttl_blind(true);
+        assert!(k.get_read(0, b"a").is_some());
+        assert!(k.get_mut(0, b"a").is_some());
+        assert!(k.peek(0, b"a").is_some());
+        assert!(k.take_expired().is_empty());
+        k.set_ttl_blind(false);
+        assert!(k.get_read(0, b"a").is_none());
+    }
+
+    #[test]
+    fn a_replica_keeps_expired_keys_until_told_otherwise() {
+        let ks = Keyspace::new(1, 4);
+        let mut k = ks.lock_all();
+        k.set(0, b"a", s(b"v"));
+        k.set_expire(0, b"a", 1);
+        drop(k);
+        ks.set_replica_expiry(true);
+        // Even an ended CLIENT PAUSE does not bring expiry back.
+        ks.pause_expiry_until(0);
+        assert_eq!(
+            ks.active_expire_cycle(Duration::from_secs(1), &mut |_, _| {}),
+            0
+        );
+        let mut k = ks.lock_all();
+        assert!(k.get_read(0, b"a").is_none());
+        assert!(k.take_expired().is_empty());
+        drop(k);
+        assert_eq!(ks.db_sizes()[0].0, 1);
+        ks.set_replica_expiry(false);
+        let mut k = ks.lock_all();
+        assert!(k.get_read(0, b"a").is_none());
+        assert_eq!(k.take_expired().len(), 1);
     }
 
     #[test]

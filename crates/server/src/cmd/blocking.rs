@@ -102,8 +102,13 @@ pub enum Op {
     /// Pops from the key that became ready.
     Pop(Pop),
     /// Moves an element from the ready key to `dst`, replying the element
-    /// (BLMOVE, BRPOPLPUSH).
-    Move { dst: Key, from: End, to: End },
+    /// (BLMOVE, BRPOPLPUSH; `rpoplpush` for the latter).
+    Move {
+        dst: Key,
+        from: End,
+        to: End,
+        rpoplpush: bool,
+    },
 }
 
 impl Op {
@@ -117,13 +122,17 @@ impl Op {
     }
 }
 
-/// The LMOVE a move of one element propagates as (BLMOVE, BRPOPLPUSH).
-fn move_effect(src: &[u8], dst: &[u8], from: End, to: End) -> [Vec<u8>; 5] {
+/// The command a move of one element propagates as: RPOPLPUSH for
+/// BRPOPLPUSH, LMOVE for BLMOVE, as Redis rewrites them.
+fn move_effect(src: &[u8], dst: &[u8], from: End, to: End, rpoplpush: bool) -> Vec<Vec<u8>> {
+    if rpoplpush {
+        return vec![b"RPOPLPUSH".to_vec(), src.to_vec(), dst.to_vec()];
+    }
     let side = |e: End| match e {
         End::Left => b"LEFT".to_vec(),
         End::Right => b"RIGHT".to_vec(),
     };
-    [
+    vec![
         b"LMOVE".to_vec(),
         src.to_vec(),
         dst.to_vec(),
@@ -403,6 +412,7 @@ fn pop_or_block(ctx: &mut Ctx<'_>, args: Args<'_>, keys: Range<usize>, pop: Pop,
 /// a transaction).
 fn move_or_block(ctx: &mut Ctx<'_>, args: Args<'_>, from: End, to: End, deadline: u64) {
     let (src, dst) = (args.get(1), args.get(2));
+    let rpoplpush = is(args.get(0), "brpoplpush");
     match ctx.keys.get_mut(ctx.db, src) {
         Some(e) if !matches!(e.value(), ValueRef::List(_)) => {
             return ctx.out.error(errors::WRONGTYPE)
@@ -414,6 +424,7 @@ fn move_or_block(ctx: &mut Ctx<'_>, args: Args<'_>, from: End, to: End, deadline
                 dst: dst.into(),
                 from,
                 to,
+                rpoplpush,
             };
             return block(ctx, args, 1..2, op, deadline);
         }
@@ -423,7 +434,7 @@ fn move_or_block(ctx: &mut Ctx<'_>, args: Args<'_>, from: End, to: End, deadline
         Ok(None) => ctx.out.null(),
         Ok(Some(v)) => {
             ctx.out.bulk(&v);
-            ctx.propagate(&move_effect(src, dst, from, to));
+            ctx.propagate(&move_effect(src, dst, from, to, rpoplpush));
             ctx.modified(src);
             ctx.modified(dst);
             ctx.notify(ev::LIST, end_event(to, "lpush", "rpush"), dst);
@@ -555,7 +566,12 @@ impl BlockedOp for Op {
                     Ok(None) | Err(()) => out.null_array(),
                 }
             }
-            Op::Move { dst, from, to } => {
+            Op::Move {
+                dst,
+                from,
+                to,
+                rpoplpush,
+            } => {
                 if !keys.try_hold(dst) {
                     return Served::Deferred;
                 }
@@ -575,7 +591,7 @@ impl BlockedOp for Op {
                 match moved {
                     Ok(Some(v)) => {
                         out.bulk(&v);
-                        feed_served(server, db, &move_effect(key, dst, *from, *to));
+                        feed_served(server, db, &move_effect(key, dst, *from, *to, *rpoplpush));
                         changed(keys, db, key, dirty);
                         changed(keys, db, dst, dirty);
                         let events = [

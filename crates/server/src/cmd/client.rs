@@ -112,10 +112,12 @@ impl ClientType {
     }
 
     /// The class of a connected client (MONITOR clients count as normal,
-    /// as in Redis; there are no master links yet).
+    /// as in Redis).
     fn of(c: &ClientShared) -> ClientType {
         let flags = c.flags.load(Ordering::Relaxed);
-        if flags & cflags::REPLICA != 0 {
+        if flags & cflags::MASTER != 0 {
+            ClientType::Master
+        } else if flags & cflags::REPLICA != 0 {
             ClientType::Replica
         } else if flags & cflags::PUBSUB != 0 {
             ClientType::PubSub

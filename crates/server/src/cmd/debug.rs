@@ -56,6 +56,11 @@ fn debug(ctx: &mut Ctx<'_>, args: Args<'_>) {
         ("loadaof", 2) => loadaof(ctx),
         ("protocol", 3) => protocol(ctx, args.get(2)),
         ("sleep", 3) => sleep(ctx, args.get(2)),
+        ("replicate", 3..) => {
+            let cmd: Vec<&[u8]> = args.iter().skip(2).collect();
+            crate::repl::feed_command(ctx.server, &cmd);
+            ctx.out.ok();
+        }
         ("log", 3) => {
             tracing::warn!("DEBUG LOG: {}", String::from_utf8_lossy(args.get(2)));
             ctx.out.ok();
@@ -212,6 +217,8 @@ fn help(ctx: &mut Ctx<'_>) {
         "    * MERGE: conflicting keys will be loaded from RDB.",
         "    * NOFLUSH: the existing database will not be removed before load.",
         "    * NOSAVE: the database will be loaded from an existing RDB file.",
+        "REPLICATE <string>",
+        "    Replicates the provided string to replicas, allowing data divergence.",
         "SEGFAULT",
         "    Crash the server with sigsegv.",
         "SET-ACTIVE-EXPIRE <0|1>",
@@ -398,6 +405,9 @@ fn object(ctx: &mut Ctx<'_>, args: Args<'_>) {
     let opts = ctx.server.config.rdb_encode_options();
     let now = vireo_store::clock::now_ms();
     let mut keys = ctx.server.keyspace.lock_keys([key]);
+    // Redis looks the key up in the table itself: a key past its TTL that
+    // is still there (on a replica, say) is found.
+    keys.set_ttl_blind(true);
     let Some(entry) = keys.get_read_no_touch(ctx.db, key) else {
         return ctx.out.error("ERR no such key");
     };

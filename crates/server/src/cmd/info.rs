@@ -433,7 +433,10 @@ fn stats_section(server: &Server, w: &mut Lines<'_>) {
         "rejected_connections",
         st.rejected_connections.load(Ordering::Relaxed),
     );
-    w.zeros(&["sync_full", "sync_partial_ok", "sync_partial_err"]);
+    let [full, partial_ok, partial_err] = server.repl.sync_stats();
+    w.kv("sync_full", full);
+    w.kv("sync_partial_ok", partial_ok);
+    w.kv("sync_partial_err", partial_err);
     w.kv("expired_keys", ks.expired_keys);
     w.kv("expired_stale_perc", "0.00");
     w.zeros(&[

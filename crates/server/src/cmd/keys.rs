@@ -362,6 +362,9 @@ fn flushdb(ctx: &mut Ctx<'_>, args: Args<'_>) {
     let flushed = vec![ctx.keys.flush_db(ctx.db)];
     crate::exec::blocking::signal_waited(ctx, &[ctx.db]);
     ctx.dirty += free_flushed(ctx, flushed, lazy);
+    // Propagated even when the database was empty, as Redis forces it.
+    let args: Vec<&[u8]> = args.iter().collect();
+    ctx.propagate(&args);
     invalidate_all(ctx);
     ctx.out.ok();
 }

@@ -1,7 +1,8 @@
-//! Replication commands, master side: SYNC, PSYNC, REPLCONF, ROLE, WAIT.
-//! The link itself lives in [`crate::repl`]; these handlers only check
-//! arguments, record what the replica announces and ask the worker to hand
-//! the connection over.
+//! Replication commands: SYNC, PSYNC, REPLCONF, ROLE, WAIT on the master
+//! side, REPLICAOF/SLAVEOF on the replica side. The links themselves live
+//! in [`crate::repl`]; these handlers check arguments, record what a
+//! replica announces, ask the worker to hand its connection over, and
+//! start or stop following a master.
 
 use std::sync::Arc;
 
@@ -45,16 +46,64 @@ pub const COMMANDS: &[CommandSpec] = &[
         role,
     ),
     spec("wait", 3, NOSCRIPT, KeySpec::None, wait),
+    spec(
+        "replicaof",
+        3,
+        ADMIN | NOSCRIPT | STALE | NO_ASYNC_LOADING,
+        KeySpec::None,
+        replicaof,
+    ),
+    spec(
+        "slaveof",
+        3,
+        ADMIN | NOSCRIPT | STALE | NO_ASYNC_LOADING,
+        KeySpec::None,
+        replicaof,
+    ),
 ];
 
 fn sync(ctx: &mut Ctx<'_>, _args: Args<'_>) {
+    if let Some(msg) = crate::repl::sync_refusal(ctx.server) {
+        return ctx.out.error(msg);
+    }
     ctx.session.repl.handoff = Some(SyncKind::Sync);
 }
 
-fn psync(ctx: &mut Ctx<'_>, _args: Args<'_>) {
-    // Partial resynchronisation is not offered yet: every PSYNC gets a
-    // full one, which a replica accepts whatever it asked.
-    ctx.session.repl.handoff = Some(SyncKind::Psync);
+/// PSYNC replid offset: the link decides between a partial and a full
+/// resync once it owns the connection.
+fn psync(ctx: &mut Ctx<'_>, args: Args<'_>) {
+    if let Some(msg) = crate::repl::sync_refusal(ctx.server) {
+        return ctx.out.error(msg);
+    }
+    let Some(offset) = parse_i64(args.get(2)) else {
+        return ctx.out.error(errors::NOT_INT);
+    };
+    ctx.session.repl.handoff = Some(SyncKind::Psync {
+        replid: text(args.get(1)),
+        offset,
+    });
+}
+
+/// REPLICAOF host port | NO ONE (and its old name SLAVEOF).
+fn replicaof(ctx: &mut Ctx<'_>, args: Args<'_>) {
+    let (host, port) = (args.get(1), args.get(2));
+    let requester = ctx.session.shared.info_line();
+    if is(host, "no") && is(port, "one") {
+        if crate::repl::replica::unfollow(ctx.server) {
+            tracing::info!("MASTER MODE enabled (user request from '{requester}')");
+        }
+        return ctx.out.ok();
+    }
+    let port = match parse_i64(port) {
+        Some(p) if (0..=65535).contains(&p) => p as u16,
+        _ => return ctx.out.error("ERR Invalid master port"),
+    };
+    let host = text(host);
+    if !crate::repl::replica::follow(&ctx.server.arc(), &host, port) {
+        return ctx.out.simple("OK Already connected to specified master");
+    }
+    tracing::info!("REPLICAOF {host}:{port} enabled (user request from '{requester}')");
+    ctx.out.ok();
 }
 
 /// REPLCONF option value...: what a replica announces before PSYNC. ACK
@@ -88,8 +137,23 @@ fn replconf(ctx: &mut Ctx<'_>, args: Args<'_>) {
 }
 
 /// ROLE of a master: its offset and the online replicas as
-/// [ip, port, acked offset], the numbers as bulk strings like Redis.
+/// [ip, port, acked offset], the numbers as bulk strings like Redis. Of a
+/// replica: its master, the link's state and the offset applied (-1 while
+/// not connected).
 fn role(ctx: &mut Ctx<'_>, _args: Args<'_>) {
+    if let Some(link) = ctx.server.repl.link() {
+        ctx.out.array(5);
+        ctx.out.bulk(b"slave");
+        ctx.out.bulk(link.host.as_bytes());
+        ctx.out.int(i64::from(link.port));
+        ctx.out.bulk(link.state_name().as_bytes());
+        let offset = if link.is_connected() {
+            ctx.server.repl.offset() as i64
+        } else {
+            -1
+        };
+        return ctx.out.int(offset);
+    }
     let replicas: Vec<_> = ctx
         .server
         .repl

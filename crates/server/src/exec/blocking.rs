@@ -281,6 +281,11 @@ impl Registry {
         true
     }
 
+    /// Every client waiting now.
+    fn all_waiters(&self) -> Vec<Arc<Waiter>> {
+        self.by_client.lock().values().cloned().collect()
+    }
+
     /// The wait of client `id`, if it is blocked on keys.
     pub fn waiter_of(&self, id: u64) -> Option<Arc<Waiter>> {
         self.by_client.lock().get(&id).cloned()
@@ -480,6 +485,18 @@ pub fn unblock(server: &Server, id: u64, error: bool) -> bool {
     true
 }
 
+/// Ends every wait with an UNBLOCKED error: the server turned into a
+/// replica, so the keys they wait on now change only by its master's
+/// hand (Redis's `disconnectAllBlockedClients`).
+pub fn unblock_all_for_role_change(server: &Server) {
+    for w in server.blocking.all_waiters() {
+        if server.blocking.claim(&server.keyspace, &w) {
+            let reply = b"-UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)\r\n".to_vec();
+            deliver(server, &w, reply, true);
+        }
+    }
+}
+
 /// Ends the session's wait if its deadline passed (called by its worker);
 /// the timeout reply if this call ended it.
 pub fn expire(server: &Server, session: &Session, now_ms: u64) -> Option<Vec<u8>> {
@@ -571,6 +588,7 @@ mod tests {
                 dst: dst.as_slice().into(),
                 from: End::Left,
                 to: End::Right,
+                rpoplpush: false,
             },
         );
         let popper = waiter(2, &[src], lpop());

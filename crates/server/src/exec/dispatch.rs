@@ -81,7 +81,7 @@ pub fn run(
     // as Redis ignores maxmemory while loading.
     // One load of the hook word serves every hook of this command.
     let hooks = crate::exec::notify::hooks(server);
-    let oom = if session.replaying {
+    let oom = if session.replaying || session.from_master {
         None
     } else {
         oom_rejection(server, session, out, cmd, args, hooks)
@@ -129,16 +129,19 @@ pub fn run(
         }
         return Outcome::Done;
     }
-    if !session.replaying && is_paused_for(server, session, cmd, args) {
+    if !session.replaying && !session.from_master && is_paused_for(server, session, cmd, args) {
         return Outcome::Postponed;
     }
     let mut keys = lock_for(server, session, cmd, args);
     // CLIENT NO-TOUCH: this client's lookups leave access times alone.
     keys.set_no_touch(session.no_touch);
+    // A replica's master decides when keys expire: its DEL follows.
+    keys.set_ttl_blind(session.from_master);
     if hooks != 0 {
         record_for_events(&mut keys, hooks);
     }
     let replaying = session.replaying;
+    let deny_blocking = replaying || session.from_master;
     let mut ctx = Ctx {
         server,
         db: session.db,
@@ -147,8 +150,9 @@ pub fn run(
         keys,
         dirty: 0,
         ready: Vec::new(),
-        // The AOF's fake client never waits (Redis asserts it cannot).
-        deny_blocking: replaying,
+        // The AOF's fake client and a master never wait (Redis asserts
+        // they cannot).
+        deny_blocking,
         effects: None,
         expired_announced: 0,
         hooks,
@@ -159,7 +163,13 @@ pub fn run(
     // A logical mark (stable across socket writes), not a length: earlier
     // pipelined replies may still be pending when CLIENT REPLY drops this one.
     let mark = ctx.out.mark();
+    // A writable replica expires the TTLs its own clients set.
+    let local_ttls = (server.repl.is_replica() && !ctx.session.from_master)
+        .then(|| crate::repl::replica::key_ttls(&ctx.keys, ctx.db, spec, args));
     call(&mut ctx, cmd, args);
+    if let Some(before) = local_ttls.filter(|_| ctx.dirty > 0) {
+        crate::repl::replica::note_local_ttls(server, &ctx.keys, ctx.db, before);
+    }
     // The unit's effects reach the AOF while its locks are held, so the
     // log's order is the order of effects on every key.
     if !ctx.session.aof_unit.is_empty() {
@@ -372,6 +382,9 @@ fn persistence_rejection(
     args: Args<'_>,
 ) -> Option<std::borrow::Cow<'static, str>> {
     let spec = cmd.spec;
+    if session.from_master {
+        return None;
+    }
     let writes = has_flag_or_queued(server, session, cmd, args, flags::WRITE);
     if writes || spec.name == "ping" {
         if let Some(msg) = disk_error(server) {
@@ -383,6 +396,11 @@ fn persistence_rejection(
             return Some(msg.into());
         }
     }
+    if server.repl.is_replica() {
+        if let Some(msg) = replica_rejection(server, session, cmd, writes) {
+            return Some(msg.into());
+        }
+    }
     // The AOF's own replay runs while the server is loading.
     if server.rdb.loading.load(Ordering::Acquire) && !spec.has(flags::LOADING) && !session.replaying
     {
@@ -391,13 +409,42 @@ fn persistence_rejection(
     None
 }
 
-/// NOREPLICAS while `min-replicas-to-write` asks for more good replicas
-/// than are connected (none: Vireo does not replicate yet).
+/// What a replica refuses to its clients: writes when `replica-read-only`
+/// (READONLY), and commands not flagged `stale` while the link to the
+/// master is down and `replica-serve-stale-data` is off (MASTERDOWN).
+fn replica_rejection(
+    server: &Server,
+    session: &Session,
+    cmd: CmdRef,
+    writes: bool,
+) -> Option<&'static str> {
+    if writes && server.config.flag("replica-read-only") {
+        return Some("READONLY You can't write against a read only replica.");
+    }
+    let stale_ok = cmd.spec.has(flags::STALE)
+        && !(cmd.spec.name == "exec"
+            && session
+                .multi
+                .as_ref()
+                .is_some_and(|m| m.queue.iter().any(|(c, _)| !c.spec.has(flags::STALE))));
+    let link_up = server.repl.link().is_some_and(|l| l.is_connected());
+    (!stale_ok && !link_up && !server.config.flag("replica-serve-stale-data")).then_some(
+        "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
+    )
+}
+
+/// NOREPLICAS while `min-replicas-to-write` asks a master for more good
+/// replicas (online, acknowledged within `min-replicas-max-lag` seconds)
+/// than it has.
 pub fn replicas_error(server: &Server) -> Option<&'static str> {
     let hot = &server.config.hot;
     let wanted = hot.min_replicas_to_write.load(Ordering::Relaxed);
     let lag = hot.min_replicas_max_lag.load(Ordering::Relaxed);
-    (wanted > 0 && lag > 0).then_some("NOREPLICAS Not enough good replicas to write.")
+    (wanted > 0
+        && lag > 0
+        && !server.repl.is_replica()
+        && (server.repl.good_replicas(lag) as u64) < wanted)
+        .then_some("NOREPLICAS Not enough good replicas to write.")
 }
 
 /// Why writes are refused for persistence reasons (Redis's

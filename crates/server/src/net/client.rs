@@ -35,6 +35,8 @@ pub mod cflags {
     pub const TRACKING_BCAST: u16 = 1 << 10;
     /// A replica link (`S`), set once SYNC/PSYNC hands it over.
     pub const REPLICA: u16 = 1 << 11;
+    /// A replica's link to its master (CLIENT LIST `M`).
+    pub const MASTER: u16 = 1 << 12;
 }
 
 /// The part of a client other threads may read or act on. Written by the
@@ -170,6 +172,7 @@ impl ClientShared {
         // Redis's letters, in its order; `A` (close ASAP) is a killed client.
         for (on, ch) in [
             (has(cflags::REPLICA), 'S'),
+            (has(cflags::MASTER), 'M'),
             (has(cflags::MONITOR), 'O'),
             (has(cflags::PUBSUB), 'P'),
             (has(cflags::MULTI), 'x'),

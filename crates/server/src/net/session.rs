@@ -81,6 +81,10 @@ pub struct Session {
     /// The fake client replaying the AOF at start-up: not subject to
     /// `maxmemory` or CLIENT PAUSE, and never blocks.
     pub replaying: bool,
+    /// The master client of a replica: its commands are applied without
+    /// replies, and are exempt from the refusals meant for clients
+    /// (READONLY, MASTERDOWN, OOM, MISCONF, CLIENT PAUSE); never blocks.
+    pub from_master: bool,
     /// Pub/Sub subscriptions.
     pub subs: crate::exec::pubsub::ClientSubs,
     /// Pushes written while CLIENT REPLY drops replies, put back after the
@@ -123,6 +127,7 @@ impl Session {
             aof_wait: 0,
             aof_unit: crate::persist::aof::Unit::default(),
             replaying: false,
+            from_master: false,
             subs: Default::default(),
             held_pushes: Vec::new(),
             tracking: Default::default(),

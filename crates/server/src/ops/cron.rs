@@ -54,6 +54,7 @@ pub fn run(server: Arc<Server>) {
                 .latency
                 .sample_if_needed(threshold, "expire-cycle", ms);
         }
+        crate::repl::replica::expire_local_keys(&server);
         crate::persist::rdb::cron(&server);
         crate::net::outbound::close_idle();
         // Carries on an eviction a command's time budget cut short.

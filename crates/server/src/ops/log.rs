@@ -19,7 +19,7 @@
 
 use std::fmt::Write as _;
 use std::io::Write;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 use parking_lot::Mutex;
 use tracing::field::{Field, Visit};
@@ -34,6 +34,15 @@ const LEVELS: [&str; 4] = ["debug", "verbose", "notice", "warning"];
 
 /// The index in [`LEVELS`] of the least severe level written.
 static MIN_LEVEL: AtomicU8 = AtomicU8::new(2);
+
+/// This server follows a master: lines are marked `S` instead of `M`.
+static REPLICA_ROLE: AtomicBool = AtomicBool::new(false);
+
+/// Marks the lines written from now on as a replica's (`S`) or a
+/// master's (`M`).
+pub fn set_replica_role(replica: bool) {
+    REPLICA_ROLE.store(replica, Ordering::Relaxed);
+}
 
 /// Sets the verbosity from a `loglevel` value (unknown names keep the
 /// current one; CONFIG SET has validated the value already).
@@ -114,8 +123,13 @@ impl Visit for Message {
 
 /// One log line: `pid:M dd Mon yyyy hh:mm:ss.mmm <mark> message\n`.
 fn format_line(level: u8, message: &str) -> String {
+    let role = if REPLICA_ROLE.load(Ordering::Relaxed) {
+        'S'
+    } else {
+        'M'
+    };
     format!(
-        "{}:M {} {} {message}\n",
+        "{}:{role} {} {} {message}\n",
         std::process::id(),
         timestamp(),
         level_mark(level)

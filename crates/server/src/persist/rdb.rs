@@ -630,8 +630,9 @@ pub struct LoadStats {
     pub expired: u64,
 }
 
-/// Loads an RDB stream into the keyspace (start-up, or an AOF's RDB
-/// base). Keys already past their expiry are skipped, as a Redis master
+/// Loads an RDB stream into the keyspace (start-up, an AOF's RDB base, a
+/// replica's full sync). Keys already past their expiry are skipped on a
+/// master; a replica keeps them until its master deletes them, as Redis
 /// does. A key that exists is replaced. Also returns the offset just past
 /// the RDB image (an AOF base may go on with commands).
 pub fn load_stream(server: &Server, reader: impl Read) -> Result<(LoadStats, u64), String> {
@@ -655,11 +656,12 @@ pub fn load_stream_merging(
         .map_err(|e| e.to_string())?;
     let mut stats = LoadStats::default();
     let now = now_ms();
+    let keep_expired = server.repl.is_replica();
     while let Some(item) = loader.next().map_err(|e| e.to_string())? {
         match item {
             Item::Aux { key, value } => log_aux(&key, &value),
             Item::Entry { db, key, entry } => {
-                if entry.expire_at().is_some_and(|at| at <= now) {
+                if !keep_expired && entry.expire_at().is_some_and(|at| at <= now) {
                     stats.expired += 1;
                     continue;
                 }

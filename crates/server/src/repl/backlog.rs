@@ -5,7 +5,7 @@
 //! the first byte the ring holds is at `first_byte_offset` (one past the
 //! offset of the byte before it, so an empty backlog created at offset N
 //! reports N + 1) and the ring holds `histlen` bytes. A partial resync
-//! (a later phase) reads from here.
+//! reads from here ([`Backlog::since`]).
 
 /// A ring of the latest stream bytes.
 #[derive(Debug)]
@@ -65,6 +65,19 @@ impl Backlog {
         self.offset - self.histlen as u64 + 1
     }
 
+    /// The bytes from stream offset `from` (the first byte a replica
+    /// lacks) to the end, or None when the backlog does not hold them all:
+    /// valid offsets run from the first byte held to one past the last.
+    pub fn since(&self, from: u64) -> Option<Vec<u8>> {
+        if from < self.first_byte_offset() || from > self.offset + 1 {
+            return None;
+        }
+        let mut held = self.contents();
+        let skip = (from - self.first_byte_offset()) as usize;
+        held.drain(..skip);
+        Some(held)
+    }
+
     /// The bytes held, oldest first.
     pub fn contents(&self) -> Vec<u8> {
         let size = self.ring.len();
@@ -112,6 +125,13 @@ mod tests {
                     b.first_byte_offset(),
                     start + (stream.len() - kept) as u64 + 1
                 );
+                // A replica that has the stream up to byte `have` asks
+                // for the next one.
+                let have = rng.u64(start..=start + stream.len() as u64 + 1);
+                let expected = (have >= start + (stream.len() - kept) as u64
+                    && have <= start + stream.len() as u64)
+                    .then(|| stream[(have - start) as usize..].to_vec());
+                assert_eq!(b.since(have + 1), expected);
             }
         }
     }

@@ -26,13 +26,14 @@ use crate::persist::aof::rewrite::{write_base, BaseFormat};
 use crate::server::Server;
 
 /// How the replica asked to synchronise.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SyncKind {
     /// SYNC: the RDB bulk and the stream, no preamble.
     Sync,
-    /// PSYNC: `+FULLRESYNC <replid> <offset>` first (partial resync is not
-    /// offered yet).
-    Psync,
+    /// PSYNC replid offset: `+CONTINUE` and the backlog from `offset` when
+    /// this server's history has it, else `+FULLRESYNC <replid> <offset>`
+    /// and a full sync.
+    Psync { replid: String, offset: i64 },
 }
 
 /// What REPLCONF told about a client before it asked to sync, kept in its
@@ -130,11 +131,36 @@ impl Replica {
         }
     }
 
+    /// `ip:port` as Redis names a replica in its log lines.
+    pub(super) fn name(&self) -> String {
+        format!("{}:{}", self.ip, self.port)
+    }
+
+    /// A partial resync: the link is online from stream offset `offset`,
+    /// with `+CONTINUE <replid>` and the backlog's `bytes` queued first
+    /// (after any reply still pending). Called under the stream's lock.
+    pub(super) fn continue_at(&self, offset: u64, replid: &str, bytes: &[u8]) {
+        let mut out = self.out.lock();
+        out.buf
+            .extend_from_slice(format!("+CONTINUE {replid}\r\n").as_bytes());
+        out.buf.extend_from_slice(bytes);
+        out.start = Some(offset);
+        self.ack_offset.store(0, Ordering::SeqCst);
+        self.state.store(ONLINE, Ordering::Relaxed);
+        drop(out);
+        self.cond.notify_all();
+    }
+
     /// Ends the link: both threads see the socket shut.
-    fn close(&self) {
+    pub(super) fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
         let _ = self.socket.shutdown(std::net::Shutdown::Both);
         self.cond.notify_all();
+    }
+
+    /// Seconds since the replica's last acknowledgement.
+    pub(super) fn lag_secs(&self) -> u64 {
+        now_ms().saturating_sub(self.ack_ms.load(Ordering::Relaxed)) / 1000
     }
 
     /// The INFO `slaveN` value.
@@ -144,7 +170,7 @@ impl Replica {
             SEND_BULK => "send_bulk",
             _ => "online",
         };
-        let lag = now_ms().saturating_sub(self.ack_ms.load(Ordering::Relaxed)) / 1000;
+        let lag = self.lag_secs();
         format!(
             "ip={},port={},state={state},offset={},lag={lag}",
             self.ip,
@@ -197,21 +223,25 @@ pub fn start(
     }
 }
 
-/// The sender thread: full sync, then the stream, until the link ends.
+/// The sender thread: a partial resync or a full sync, then the stream,
+/// until the link ends.
 fn run_sender(server: &Arc<Server>, r: &Arc<Replica>, kind: SyncKind) {
-    let name = format!("{}:{}", r.ip, r.port);
+    let name = r.name();
     tracing::info!("Replica {name} asks for synchronization");
-    if kind == SyncKind::Psync {
-        tracing::info!("Full resync requested by replica {name}");
-    }
     let reader = {
         let (s, r) = (server.clone(), r.clone());
         std::thread::Builder::new()
             .name("vireo-repl-read".into())
             .spawn(move || run_reader(&s, &r))
     };
-    if reader.is_ok() {
-        if let Err(e) = full_sync(server, r, kind) {
+    let continued = match &kind {
+        SyncKind::Psync { replid, offset } => super::try_continue(server, r, replid, *offset),
+        SyncKind::Sync => false,
+    };
+    if reader.is_ok() && continued {
+        stream(server, r);
+    } else if reader.is_ok() {
+        if let Err(e) = full_sync(server, r, &kind) {
             tracing::warn!("SYNC failed for replica {name}: {e}");
         } else {
             tracing::info!("Synchronization with replica {name} succeeded");
@@ -235,8 +265,9 @@ fn finish(server: &Server, r: &Replica) {
 
 /// Makes the snapshot, waits for the cut's offset, sends the preamble
 /// and the RDB bulk.
-fn full_sync(server: &Arc<Server>, r: &Arc<Replica>, kind: SyncKind) -> std::io::Result<()> {
+fn full_sync(server: &Arc<Server>, r: &Arc<Replica>, kind: &SyncKind) -> std::io::Result<()> {
     tracing::info!("Starting BGSAVE for SYNC with target: disk");
+    server.repl.count_full_sync();
     let path = PathBuf::from(format!(
         "temp-repl-{}-{}.rdb",
         std::process::id(),
@@ -246,7 +277,7 @@ fn full_sync(server: &Arc<Server>, r: &Arc<Replica>, kind: SyncKind) -> std::io:
     let sent = result.and_then(|()| {
         let offset = wait_for_cut(r)?;
         let mut sock = &r.socket;
-        if kind == SyncKind::Psync {
+        if matches!(kind, SyncKind::Psync { .. }) {
             let replid = server.repl.replid();
             write!(sock, "+FULLRESYNC {replid} {offset}\r\n")?;
         }
@@ -264,7 +295,9 @@ fn full_sync(server: &Arc<Server>, r: &Arc<Replica>, kind: SyncKind) -> std::io:
 }
 
 /// Writes the RDB of a cut to `path`; the cut attaches the replica to the
-/// stream. Waits while another snapshot runs.
+/// stream. Waits while another snapshot runs. On a replica the stream is
+/// the master's, fed by the link thread: the cut holds that thread between
+/// two commands and attaches at once.
 fn snapshot_to(server: &Arc<Server>, r: &Arc<Replica>, path: &Path) -> std::io::Result<()> {
     loop {
         if r.closed.load(Ordering::SeqCst) {
@@ -272,11 +305,17 @@ fn snapshot_to(server: &Arc<Server>, r: &Arc<Replica>, path: &Path) -> std::io::
         }
         let mut cut_taken = false;
         let (s, link) = (server.clone(), r.clone());
+        let applying = server.repl.is_replica().then(|| server.repl.apply.lock());
         let written = write_base(server, path, BaseFormat::Rdb, || {
             cut_taken = true;
-            server.aof.mark_replica_cut(Box::new(move || {
+            if let Some(held) = applying {
                 super::attach(&s, link);
-            }));
+                drop(held);
+            } else {
+                server.aof.mark_replica_cut(Box::new(move || {
+                    super::attach(&s, link);
+                }));
+            }
         });
         match written {
             Ok(_) => return Ok(()),

@@ -17,11 +17,21 @@
 //! first unit after the cut begins with SELECT. The stream bytes gather in
 //! the replica's own buffer while the RDB is sent, bounded by
 //! `client-output-buffer-limit replica`.
+//!
+//! A replica ([`replica`]) follows its master on a link thread that applies
+//! the master's stream through the normal dispatch. Its own stream (for
+//! its backlog and its replicas, chained replication) is then the master's
+//! stream verbatim, fed by that thread ([`feed_from_master`]); the AOF
+//! writer's effects are not streamed while this server follows a master.
+//! Its replication id and offset are its master's, which is what PSYNC2
+//! needs: a replica can partially resynchronise with its master after a
+//! dropped link, and its siblings with it once it is promoted.
 
 pub mod backlog;
 pub mod master;
+pub mod replica;
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -45,6 +55,24 @@ pub struct Repl {
     offset: AtomicU64,
     /// Clients blocked in WAIT: (wait, offset to reach, replicas needed).
     waits: Mutex<Vec<(Arc<Waiter>, u64, usize)>>,
+    /// This server follows a master (REPLICAOF host port).
+    following: AtomicBool,
+    /// The link to the master, while following one.
+    link: Mutex<Option<Arc<replica::MasterLink>>>,
+    /// The replication id and offset (this server's own) describe a master
+    /// history a PSYNC may continue (Redis's cached master).
+    cached_master: AtomicBool,
+    /// Full resyncs served, partial resyncs accepted and refused (INFO
+    /// `sync_full`, `sync_partial_ok`, `sync_partial_err`).
+    sync_stats: [AtomicU64; 3],
+    /// Keys clients of a writable replica wrote, which this server expires
+    /// itself (its master knows nothing of them): Redis's
+    /// `slaveKeysWithExpire`.
+    local_keys: Mutex<std::collections::HashSet<(usize, vireo_store::Key)>>,
+    /// Held by the master link around applying a command and streaming it,
+    /// and by a replica's full sync around its cut, so that on a replica
+    /// the cut and the stream offset agree.
+    apply: Mutex<()>,
 }
 
 /// The replication ids INFO and PSYNC report.
@@ -81,6 +109,12 @@ impl Default for Repl {
             }),
             offset: AtomicU64::new(0),
             waits: Mutex::new(Vec::new()),
+            following: AtomicBool::new(false),
+            link: Mutex::new(None),
+            cached_master: AtomicBool::new(false),
+            local_keys: Mutex::new(Default::default()),
+            sync_stats: Default::default(),
+            apply: Mutex::new(()),
         }
     }
 }
@@ -117,6 +151,16 @@ impl Repl {
         self.stream.lock().replicas.clone()
     }
 
+    /// Replicas online that acknowledged within `max_lag` seconds
+    /// (`min-replicas-max-lag`).
+    pub fn good_replicas(&self, max_lag: u64) -> usize {
+        let s = self.stream.lock();
+        s.replicas
+            .iter()
+            .filter(|r| r.is_online() && r.lag_secs() <= max_lag)
+            .count()
+    }
+
     /// How many attached replicas acknowledged `offset` (WAIT).
     pub fn acked(&self, offset: u64) -> usize {
         let s = self.stream.lock();
@@ -147,13 +191,108 @@ impl Repl {
         }
     }
 
-    /// Adds the INFO replication fields of a master, in Redis's order.
+    /// INFO's `sync_full`, `sync_partial_ok` and `sync_partial_err`.
+    pub fn sync_stats(&self) -> [u64; 3] {
+        self.sync_stats
+            .each_ref()
+            .map(|s| s.load(Ordering::Relaxed))
+    }
+
+    /// Counts a full resync served.
+    fn count_full_sync(&self) {
+        self.sync_stats[0].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// True while this server follows a master.
+    pub fn is_replica(&self) -> bool {
+        self.following.load(Ordering::Acquire)
+    }
+
+    /// The link to the master, while following one.
+    pub fn link(&self) -> Option<Arc<replica::MasterLink>> {
+        self.link.lock().clone()
+    }
+
+    /// The secondary id and the offset it is valid up to (PSYNC2).
+    fn secondary(&self) -> (String, i64) {
+        let ids = self.ids.lock();
+        (ids.replid2.clone(), ids.second_offset)
+    }
+
+    /// A new history begins at the master's `replid` and `offset` (a full
+    /// sync finished): no secondary id, an empty backlog at `offset`, and
+    /// this server's own replicas must sync again.
+    fn reset_history(&self, server: &Server, replid: &str, offset: u64) {
+        {
+            let mut ids = self.ids.lock();
+            ids.replid = replid.to_string();
+            ids.replid2 = "0".repeat(40);
+            ids.second_offset = -1;
+        }
+        let mut s = self.stream.lock();
+        s.backlog = Some(Backlog::new(backlog_size(server), offset));
+        // Once promoted, this server's own writes feed the backlog.
+        server.aof.set_replicating(true);
+        self.offset.store(offset, Ordering::SeqCst);
+        for r in s.replicas.drain(..) {
+            r.close();
+        }
+    }
+
+    /// The master changed its replication id on a partial resync (it was
+    /// promoted): the old id stays valid as the secondary one up to here.
+    fn adopt_replid(&self, replid: &str) {
+        let mut ids = self.ids.lock();
+        ids.replid2 = std::mem::replace(&mut ids.replid, replid.to_string());
+        ids.second_offset = self.offset() as i64 + 1;
+    }
+
+    /// This server stops following (REPLICAOF NO ONE): a new id, with the
+    /// old one kept as the secondary id so that replicas of the same
+    /// master can continue with it (Redis's `shiftReplicationId`).
+    fn shift_replid(&self) {
+        let mut ids = self.ids.lock();
+        ids.replid2 = std::mem::replace(&mut ids.replid, random_replid());
+        ids.second_offset = self.offset() as i64 + 1;
+        tracing::warn!(
+            "Setting secondary replication ID to {}, valid up to offset: {}. New replication ID is {}",
+            ids.replid2,
+            ids.second_offset,
+            ids.replid
+        );
+    }
+
+    /// Closes the links of this server's replicas (they sync again).
+    fn disconnect_replicas(&self) {
+        let s = self.stream.lock();
+        for r in &s.replicas {
+            r.close();
+        }
+    }
+
+    /// Adds the INFO replication fields, in Redis's order.
     pub fn info_fields(&self, server: &Server) -> Vec<(String, String)> {
         let mut f: Vec<(String, String)> = Vec::new();
+        let link = self.link();
         let mut kv = |k: &str, v: String| f.push((k.to_string(), v));
+        match &link {
+            Some(link) => {
+                kv("role", "slave".into());
+                for (k, v) in link.info_fields(server) {
+                    kv(k, v);
+                }
+            }
+            None => kv("role", "master".into()),
+        }
+        let hot = &server.config.hot;
+        let min_write = hot.min_replicas_to_write.load(Ordering::Relaxed);
+        let max_lag = hot.min_replicas_max_lag.load(Ordering::Relaxed);
+        let good = (min_write > 0 && max_lag > 0).then(|| self.good_replicas(max_lag));
         let s = self.stream.lock();
-        kv("role", "master".into());
         kv("connected_slaves", s.replicas.len().to_string());
+        if let Some(good) = good {
+            kv("min_slaves_good_slaves", good.to_string());
+        }
         for (i, r) in s.replicas.iter().enumerate() {
             kv(&format!("slave{i}"), r.info_line(self.offset()));
         }
@@ -186,11 +325,101 @@ fn config_u64(server: &Server, name: &str) -> Option<u64> {
 }
 
 /// Gives the AOF writer's merged units to the replication stream (called
-/// by the writer only, so the stream keeps the writer's order).
+/// by the writer only, so the stream keeps the writer's order). A replica
+/// streams its master's bytes instead ([`feed_from_master`]).
 pub fn feed_stream(server: &Server, bytes: &[u8]) {
     let repl = &server.repl;
+    if repl.is_replica() {
+        return;
+    }
     let mut s = repl.stream.lock();
     repl.append(&mut s, bytes, server);
+}
+
+/// Sends `cmd` to the replicas as it is, in no database and not to the AOF
+/// (DEBUG REPLICATE, for testing divergence). A replica passes on only its
+/// master's stream.
+pub fn feed_command(server: &Server, cmd: &[&[u8]]) {
+    let repl = &server.repl;
+    if repl.is_replica() {
+        return;
+    }
+    let mut bytes = Vec::new();
+    crate::persist::aof::reader::encode(&mut bytes, cmd);
+    let mut s = repl.stream.lock();
+    repl.append(&mut s, &bytes, server);
+}
+
+/// A replica applied `bytes` of its master's stream: they go on, verbatim,
+/// to its backlog and its own replicas (created at the first byte if a
+/// partial resync found none).
+fn feed_from_master(server: &Server, bytes: &[u8]) {
+    let repl = &server.repl;
+    let mut s = repl.stream.lock();
+    if s.backlog.is_none() {
+        s.backlog = Some(Backlog::new(backlog_size(server), repl.offset()));
+        server.aof.set_replicating(true);
+    }
+    repl.append(&mut s, bytes, server);
+}
+
+/// The reply a replica gets for SYNC or PSYNC when this server cannot
+/// serve one now: a replica whose own master link is down.
+pub fn sync_refusal(server: &Server) -> Option<&'static str> {
+    let link = server.repl.link()?;
+    (!link.is_connected()).then_some("NOMASTERLINK Can't SYNC while not connected with my master")
+}
+
+/// Attaches `replica` for a partial resync from stream offset `psync_offset`
+/// (the first byte it lacks) if `replid` names this history and the backlog
+/// still holds that offset, as Redis's `masterTryPartialResynchronization`:
+/// queues `+CONTINUE <replid>` and the backlog from there. False (logged)
+/// when a full resync is needed.
+pub fn try_continue(
+    server: &Server,
+    replica: &Arc<Replica>,
+    replid: &str,
+    psync_offset: i64,
+) -> bool {
+    let repl = &server.repl;
+    let name = replica.name();
+    let (id, (id2, second_offset)) = (repl.replid(), repl.secondary());
+    let known = replid.eq_ignore_ascii_case(&id)
+        || (replid.eq_ignore_ascii_case(&id2) && psync_offset <= second_offset);
+    if !known {
+        if replid != "?" {
+            repl.sync_stats[2].fetch_add(1, Ordering::Relaxed);
+        }
+        if replid == "?" {
+            tracing::info!("Full resync requested by replica {name}");
+        } else if !replid.eq_ignore_ascii_case(&id) && !replid.eq_ignore_ascii_case(&id2) {
+            tracing::info!("Partial resynchronization not accepted: Replication ID mismatch (Replica asked for '{replid}', my replication IDs are '{id}' and '{id2}')");
+        } else {
+            tracing::info!("Partial resynchronization not accepted: Requested offset for second ID was {psync_offset}, but I can reply up to {second_offset}");
+        }
+        return false;
+    }
+    let mut s = repl.stream.lock();
+    let from = u64::try_from(psync_offset).ok();
+    let held = match (&s.backlog, from) {
+        (Some(b), Some(from)) => b.since(from),
+        _ => None,
+    };
+    let Some(bytes) = held else {
+        tracing::info!("Unable to partial resync with replica {name} for lack of backlog (Replica request was: {psync_offset}).");
+        if psync_offset > repl.offset() as i64 {
+            tracing::warn!("Warning: replica {name} tried to PSYNC with an offset that is greater than the master replication offset.");
+        }
+        repl.sync_stats[2].fetch_add(1, Ordering::Relaxed);
+        return false;
+    };
+    let len = bytes.len();
+    repl.sync_stats[1].fetch_add(1, Ordering::Relaxed);
+    replica.continue_at(repl.offset(), &repl.replid(), &bytes);
+    s.replicas.push(replica.clone());
+    drop(s);
+    tracing::info!("Partial resynchronization request from {name} accepted. Sending {len} bytes of backlog starting from offset {psync_offset}.");
+    true
 }
 
 /// A full sync is starting: effects must be collected from before its
@@ -217,13 +446,14 @@ pub fn attach(server: &Server, replica: Arc<Replica>) -> u64 {
     offset
 }
 
-/// A replica (or a full sync that never attached) is gone; effects stop
-/// being collected for replication when none is left.
+/// A replica (or a full sync that never attached) is gone. Effects stay
+/// collected while a backlog exists: a replica may come back for a partial
+/// resync, and the backlog must hold every write since it left.
 pub fn detach(server: &Server, client_id: u64) {
     let mut s = server.repl.stream.lock();
     s.replicas.retain(|r| r.client.id != client_id);
     s.users = s.users.saturating_sub(1);
-    if s.users == 0 {
+    if s.users == 0 && s.backlog.is_none() {
         server.aof.set_replicating(false);
     }
 }
