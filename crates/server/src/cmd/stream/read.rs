@@ -14,10 +14,9 @@
 //! (or `XGROUP SETID … ENTRIESREAD` with NOACK), plus `XGROUP
 //! CREATECONSUMER` when NOACK created the consumer.
 //!
-//! Not yet done: Redis refuses BLOCK inside scripts ("XREAD command is not
-//! allowed with BLOCK option from scripts"); the server has no scripting
-//! yet, and the check belongs at the top of `read_command` once `Ctx` says
-//! a script is running.
+//! Inside a script BLOCK is refused where the parser meets it (Redis's
+//! "xread command is not allowed with BLOCK option from scripts"); MULTI
+//! only turns it into a non-blocking read.
 
 use std::sync::Arc;
 
@@ -70,7 +69,7 @@ struct ReadArgs {
 
 /// Parses the options as Redis's `xreadCommand` does, in its order of
 /// errors.
-fn parse(args: Args<'_>, xreadgroup: bool) -> Result<ReadArgs, String> {
+fn parse(args: Args<'_>, xreadgroup: bool, from_script: bool) -> Result<ReadArgs, String> {
     let mut parsed = ReadArgs {
         block: None,
         count: 0,
@@ -84,6 +83,12 @@ fn parse(args: Args<'_>, xreadgroup: bool) -> Result<ReadArgs, String> {
         let more = args.len() - i - 1;
         let o = args.get(i);
         if is(o, "block") && more > 0 {
+            if from_script {
+                return Err(format!(
+                    "ERR {} command is not allowed with BLOCK option from scripts",
+                    String::from_utf8_lossy(args.get(0))
+                ));
+            }
             i += 1;
             parsed.block = Some(block_deadline(args.get(i))?);
         } else if is(o, "count") && more > 0 {
@@ -145,7 +150,7 @@ fn block_deadline(arg: &[u8]) -> Result<u64, String> {
 /// fails before touching a key).
 fn stream_keys(args: Args<'_>) -> Vec<usize> {
     let xreadgroup = args.get(0).len() == "xreadgroup".len();
-    parse(args, xreadgroup)
+    parse(args, xreadgroup, false)
         .map(|p| (p.streams..p.streams + p.n).collect())
         .unwrap_or_default()
 }
@@ -179,7 +184,7 @@ struct GroupRead {
 
 /// The body of XREAD and XREADGROUP.
 fn read_command(ctx: &mut Ctx<'_>, args: Args<'_>, xreadgroup: bool) {
-    let p = match parse(args, xreadgroup) {
+    let p = match parse(args, xreadgroup, ctx.session.in_script) {
         Ok(p) => p,
         Err(e) => return ctx.out.error(&e),
     };
@@ -571,7 +576,7 @@ mod tests {
 
     #[test]
     fn options_fail_with_redis_errors_in_redis_order() {
-        let err = |v: &[&str], group| parse(args(v).as_args(), group).err().unwrap();
+        let err = |v: &[&str], group| parse(args(v).as_args(), group, false).err().unwrap();
         assert!(
             err(&["xread", "GROUP", "g", "c", "STREAMS", "s", "0"], false)
                 .contains("only supported by XREADGROUP")
@@ -598,9 +603,37 @@ mod tests {
     }
 
     #[test]
+    fn block_is_refused_from_scripts_where_the_parser_meets_it() {
+        let from_script = |v: &[&str]| parse(args(v).as_args(), v[0] == "xreadgroup", true);
+        assert_eq!(
+            from_script(&["xread", "BLOCK", "0", "STREAMS", "s"])
+                .err()
+                .unwrap(),
+            "ERR xread command is not allowed with BLOCK option from scripts"
+        );
+        let group = [
+            "xreadgroup",
+            "GROUP",
+            "g",
+            "c",
+            "BLOCK",
+            "0",
+            "STREAMS",
+            "s",
+            ">",
+        ];
+        assert!(from_script(&group)
+            .err()
+            .unwrap()
+            .starts_with("ERR xreadgroup command"));
+        assert!(from_script(&["xread", "STREAMS", "s", "$"]).is_ok());
+    }
+
+    #[test]
     fn block_zero_waits_forever_and_counts_clamp_at_zero() {
         let p = parse(
             args(&["xread", "BLOCK", "0", "COUNT", "-5", "STREAMS", "s", "$"]).as_args(),
+            false,
             false,
         )
         .unwrap();
@@ -630,7 +663,7 @@ mod tests {
                 v.push(words[((seed >> (i * 4 + 8)) % words.len() as u64) as usize]);
             }
             let a = args(&v);
-            let _ = parse(a.as_args(), v[0] == "xreadgroup");
+            let _ = parse(a.as_args(), v[0] == "xreadgroup", false);
             for k in stream_keys(a.as_args()) {
                 assert!(k < v.len());
             }
