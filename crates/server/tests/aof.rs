@@ -385,6 +385,28 @@ fn geo_and_hll_writes_are_logged_as_redis_logs_them() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// RANDOMKEY's lazy expirations are logged one DEL at a time, never as a
+/// MULTI/EXEC block (Redis's CMD_TOUCHES_ARBITRARY_KEYS); in a transaction
+/// they stay inside it.
+#[test]
+fn lazy_expirations_of_randomkey_are_not_a_transaction() {
+    let dir = temp_dir("randomkey");
+    let srv = start_aof(
+        &dir,
+        &["--appendfsync", "always", "--enable-debug-command", "yes"],
+    );
+    let mut con = srv.conn();
+    q(&mut con, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]).unwrap();
+    q(&mut con, &["SET", "foo1", "bar", "PX", "1"]).unwrap();
+    q(&mut con, &["SET", "foo2", "bar", "PX", "1"]).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(q(&mut con, &["RANDOMKEY"]).unwrap(), Value::Nil);
+    let text = aof_text(&dir);
+    let tail = &text[text.rfind("bar").unwrap()..];
+    assert!(!tail.contains("MULTI"), "{tail}");
+    assert_eq!(tail.matches("$3\r\nDEL\r\n").count(), 2, "{tail}");
+}
+
 /// Runs Vireo with the AOF on in `dir`, expecting it to exit by itself
 /// (start-up refused): whether it exited successfully, and its output. A
 /// server that starts serving instead is killed after a while.

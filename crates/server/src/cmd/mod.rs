@@ -108,6 +108,10 @@ pub mod flags {
     /// Not a Redis flag (COMMAND INFO does not show it): the command runs
     /// a script, whose keys a transaction cannot know in advance.
     pub const SCRIPT: u32 = 1 << 20;
+    /// Redis's hidden `CMD_TOUCHES_ARBITRARY_KEYS` (SCAN, RANDOMKEY): the
+    /// command may lazily expire keys it did not name, and those deletions
+    /// propagate one by one, never wrapped in MULTI/EXEC.
+    pub const TOUCHES_ARBITRARY_KEYS: u32 = 1 << 21;
 
     /// Flag bits with their COMMAND INFO names, in Redis's order.
     pub const NAMES: &[(u32, &str)] = &[

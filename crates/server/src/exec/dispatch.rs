@@ -696,6 +696,14 @@ fn signal_expired(ctx: &mut Ctx<'_>) {
 fn collect_effects(ctx: &mut Ctx<'_>, cmd: CmdRef, args: Args<'_>, dirty_before: u64) {
     let expired = ctx.keys.take_expired();
     if !expired.is_empty() {
+        // Run directly (not from EXEC or a script, which set deny_blocking),
+        // such a command's expirations are not one transaction.
+        if cmd.spec.has(flags::TOUCHES_ARBITRARY_KEYS)
+            && !ctx.deny_blocking
+            && ctx.session.aof_unit.is_empty()
+        {
+            ctx.session.aof_unit.unwrapped();
+        }
         let name: &[u8] = if ctx.server.config.lazyfree_lazy_expire() {
             b"UNLINK"
         } else {

@@ -43,6 +43,8 @@ const EXEC: &[u8] = b"*1\r\n$4\r\nEXEC\r\n";
 pub struct Unit {
     bytes: Vec<u8>,
     ops: u32,
+    /// The commands go out one by one, without MULTI/EXEC ([`Unit::unwrapped`]).
+    unwrapped: bool,
     first_db: usize,
     last_db: usize,
 }
@@ -58,6 +60,15 @@ impl Unit {
     pub fn clear(&mut self) {
         self.bytes.clear();
         self.ops = 0;
+        self.unwrapped = false;
+    }
+
+    /// Leaves this unit's commands unwrapped (no MULTI/EXEC): the lazy
+    /// expirations of a command run directly that touches arbitrary keys
+    /// (Redis's `propagatePendingCommands`). Only for an empty unit.
+    pub fn unwrapped(&mut self) {
+        debug_assert!(self.is_empty());
+        self.unwrapped = true;
     }
 
     /// Adds a command applying to database `db`, given as arguments.
@@ -96,7 +107,7 @@ impl Unit {
             self.first_db = db;
             self.last_db = db;
         } else {
-            if self.ops == 1 {
+            if self.ops == 1 && !self.unwrapped {
                 self.bytes.splice(0..0, MULTI.iter().copied());
             }
             if db != self.last_db {
@@ -113,7 +124,7 @@ impl Unit {
 
     /// Closes a transaction's MULTI (once, before the unit is staged).
     fn finish(&mut self) {
-        if self.ops > 1 {
+        if self.ops > 1 && !self.unwrapped {
             self.bytes.extend_from_slice(EXEC);
         }
     }
