@@ -6,10 +6,11 @@
 //! calls the compiled chunk; errors name the script by its SHA1.
 
 use crate::shebang::{parse_script_shebang, ScriptFlags};
-use crate::vm::{set_frozen, Vm, VmKind};
+use crate::vm::{set_frozen_raw, Vm, VmKind};
 use crate::{sha1_hex, Host, RunResult, ScriptError};
-use mlua::{ChunkMode, Function, Table};
+use mlua::{ffi, ChunkMode, Function, Lua, Table};
 use std::collections::HashMap;
+use std::os::raw::c_int;
 use vireo_resp::ReplyBuf;
 
 /// A cached script.
@@ -99,11 +100,8 @@ impl EvalEngine {
 
     /// Looks a script up by SHA1 in any letter case.
     fn find(&self, sha: &[u8]) -> Option<&Script> {
-        if sha.len() != 40 {
-            return None;
-        }
-        let lower = String::from_utf8_lossy(sha).to_ascii_lowercase();
-        self.scripts.get(&lower)
+        let mut lower = [0; 40];
+        self.scripts.get(lowercase_sha(sha, &mut lower)?)
     }
 
     /// SCRIPT FLUSH: forgets every script and starts a new VM (so
@@ -152,13 +150,11 @@ impl EvalEngine {
         host: &mut dyn Host,
         out: &mut ReplyBuf,
     ) -> RunResult {
-        if !self.exists(sha) {
-            return Err(ScriptError::plain(
-                "NOSCRIPT No matching script. Please use EVAL.".to_owned(),
-            ));
+        let mut lower = [0; 40];
+        match lowercase_sha(sha, &mut lower) {
+            Some(sha) => self.run(sha, keys, args, host, out),
+            None => Err(no_script()),
         }
-        let sha = String::from_utf8_lossy(sha).to_ascii_lowercase();
-        self.run(&sha, keys, args, host, out)
     }
 
     /// Sets `KEYS`/`ARGV` and runs the cached script `sha`.
@@ -170,32 +166,82 @@ impl EvalEngine {
         host: &mut dyn Host,
         out: &mut ReplyBuf,
     ) -> RunResult {
-        let script = self.scripts.get(sha).ok_or_else(|| {
-            ScriptError::plain("NOSCRIPT No matching script. Please use EVAL.".to_owned())
-        })?;
-        let lua = &self.vm.lua;
-        let set_globals = || -> mlua::Result<()> {
-            let globals = lua.globals();
-            let keys = string_array(lua, keys)?;
-            let argv = string_array(lua, args)?;
-            set_frozen(lua, &globals, false)?;
-            let result = globals
-                .raw_set("KEYS", keys)
-                .and_then(|_| globals.raw_set("ARGV", argv));
-            set_frozen(lua, &globals, true)?;
-            result
-        };
-        set_globals()
+        let script = self.scripts.get(sha).ok_or_else(no_script)?;
+        set_keys_and_argv(&self.vm.lua, keys, args)
             .map_err(|e| ScriptError::plain(format!("ERR {}", crate::luaerr::plain_message(&e))))?;
         self.vm.run(&script.function, None, sha, host, out)
     }
 }
 
-/// A Lua array of strings (KEYS, ARGV, FCALL's keys and args).
-pub(crate) fn string_array(lua: &mlua::Lua, items: &[&[u8]]) -> mlua::Result<Table> {
-    let t = lua.create_table_with_capacity(items.len(), 0)?;
-    for (i, item) in items.iter().enumerate() {
-        t.raw_set(i + 1, lua.create_string(item)?)?;
+/// EVALSHA's error for a SHA1 not in the cache.
+fn no_script() -> ScriptError {
+    ScriptError::plain("NOSCRIPT No matching script. Please use EVAL.".to_owned())
+}
+
+/// `sha` in lowercase, written into `buf`, when it can be a cache key (40
+/// ASCII bytes); without allocating, as EVALSHA looks its script up more
+/// than once per call.
+fn lowercase_sha<'a>(sha: &[u8], buf: &'a mut [u8; 40]) -> Option<&'a str> {
+    if sha.len() != 40 || !sha.is_ascii() {
+        return None;
     }
-    Ok(t)
+    for (to, from) in buf.iter_mut().zip(sha) {
+        *to = from.to_ascii_lowercase();
+    }
+    std::str::from_utf8(buf).ok()
+}
+
+/// Sets the globals `KEYS` and `ARGV` (frozen like every global) to arrays
+/// of `keys` and `args`. One protected call of raw Lua API calls: through
+/// mlua's safe API each table, string and the two freeze toggles cost a
+/// protected call of their own, most of an EVALSHA's overhead.
+fn set_keys_and_argv(lua: &Lua, keys: &[&[u8]], args: &[&[u8]]) -> mlua::Result<()> {
+    // SAFETY: `exec_raw` runs the closure as a Lua C function under
+    // `lua_pcall`, with LUA_MINSTACK (20) free slots; it uses at most four.
+    // The closure owns nothing that needs dropping, so a Lua error raised
+    // inside it (only an allocation failure can) unwinds over no pending
+    // destructor. The globals table stays frozen on every exit but that
+    // error, after which the script does not run.
+    unsafe {
+        lua.exec_raw::<()>((), |state| {
+            ffi::lua_pushvalue(state, ffi::LUA_GLOBALSINDEX);
+            set_frozen_raw(state, false);
+            for (name, items) in [(c"KEYS", keys), (c"ARGV", args)] {
+                ffi::lua_pushstring(state, name.as_ptr());
+                push_string_array(state, items);
+                ffi::lua_rawset(state, -3);
+            }
+            set_frozen_raw(state, true);
+            ffi::lua_pop(state, 1);
+        })
+    }
+}
+
+/// FCALL's `keys` and `args` tables, made in one protected call (see
+/// [`set_keys_and_argv`]).
+pub(crate) fn string_arrays(
+    lua: &Lua,
+    keys: &[&[u8]],
+    args: &[&[u8]],
+) -> mlua::Result<(Table, Table)> {
+    // SAFETY: as in `set_keys_and_argv`: two slots used, nothing to drop.
+    unsafe {
+        lua.exec_raw((), |state| {
+            push_string_array(state, keys);
+            push_string_array(state, args);
+        })
+    }
+}
+
+/// Pushes a new array of `items` as Lua strings.
+///
+/// # Safety
+/// `state` must be a Lua state with a free stack slot, inside a protected
+/// call (allocation can raise a Lua error).
+unsafe fn push_string_array(state: *mut ffi::lua_State, items: &[&[u8]]) {
+    ffi::lua_createtable(state, c_int::try_from(items.len()).unwrap_or(0), 0);
+    for (i, item) in items.iter().enumerate() {
+        ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
+        ffi::lua_rawseti(state, -2, i as ffi::lua_Integer + 1);
+    }
 }

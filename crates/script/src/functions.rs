@@ -9,7 +9,7 @@
 //! (load, delete, flush, restore) and each worker's engine applies it to
 //! its own VM, so all workers hold the same libraries.
 
-use crate::eval::string_array;
+use crate::eval::string_arrays;
 use crate::host::RunState;
 use crate::luaerr::{self, raise_table};
 use crate::shebang::{parse_library_header, valid_name, ScriptFlags};
@@ -298,9 +298,8 @@ impl FunctionEngine {
         let callback = lib.callbacks[index].clone();
         let fname = info.name.clone();
         let lua = &self.vm.lua;
-        let tables = string_array(lua, keys).and_then(|k| Ok((k, string_array(lua, args)?)));
-        let tables =
-            tables.map_err(|e| ScriptError::plain(format!("ERR {}", luaerr::plain_message(&e))))?;
+        let tables = string_arrays(lua, keys, args)
+            .map_err(|e| ScriptError::plain(format!("ERR {}", luaerr::plain_message(&e))))?;
         self.vm.run(&callback, Some(tables), &fname, host, out)
     }
 }

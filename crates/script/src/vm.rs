@@ -53,16 +53,21 @@ extern "C-unwind" {
     fn lua_setfrozen(state: *mut mlua::ffi::lua_State, idx: c_int, frozen: c_int);
 }
 
+/// Freezes or unfreezes the table on top of the stack.
+///
+/// # Safety
+/// The value at index -1 of `state` must be a table. (`lua_setfrozen`
+/// neither allocates nor raises errors.)
+pub(crate) unsafe fn set_frozen_raw(state: *mut mlua::ffi::lua_State, frozen: bool) {
+    lua_setfrozen(state, -1, c_int::from(frozen));
+}
+
 /// Freezes or unfreezes one table.
 pub(crate) fn set_frozen(lua: &Lua, table: &Table, frozen: bool) -> Result<()> {
     // SAFETY: `exec_raw` pushes `table` as the only argument, so index -1 is
     // a table, which is all `lua_setfrozen` requires; it neither allocates
     // nor raises errors, and `exec_raw` restores the stack afterwards.
-    unsafe {
-        lua.exec_raw::<()>(table, |state| {
-            lua_setfrozen(state, -1, c_int::from(frozen));
-        })
-    }
+    unsafe { lua.exec_raw::<()>(table, |state| set_frozen_raw(state, frozen)) }
 }
 
 /// Freezes `root`, every table reachable from it (values and metatables).
@@ -286,9 +291,16 @@ impl Vm {
             Some((k, a)) => (Value::Table(k), Value::Table(a)),
             None => (Value::Nil, Value::Nil),
         };
+        // The heap limit holds while the script's Lua code runs; Rust code
+        // (our callbacks, the argument and result conversions) runs with it
+        // relaxed, so mlua need not protect each allocation (vendor/mlua's
+        // VIREO.md).
         let results: MultiValue = self
-            .runner
-            .call((self.handler.clone(), f.clone(), keys, args))
+            .lua
+            .with_memory_limit(|| {
+                self.runner
+                    .call((self.handler.clone(), f.clone(), keys, args))
+            })
             .map_err(|e| Failure::Text(luaerr::plain_message(&e)))?;
         let mut results = results.into_iter();
         match results.next() {

@@ -12,6 +12,10 @@ pub(crate) struct MemoryState {
     // Can be set to temporary ignore the memory limit.
     // This is used when calling `lua_pushcfunction` for lua5.1/jit/luau.
     ignore_limit: bool,
+    // Vireo: the limit applies only while this is set, that is while Lua
+    // code runs under `Lua::with_memory_limit` and no Rust callback is on
+    // top of it. See VIREO.md.
+    enforce_limit: bool,
     // Indicates that the memory limit was reached on the last allocation.
     #[cfg(feature = "luau")]
     limit_reached: bool,
@@ -58,6 +62,22 @@ impl MemoryState {
     #[inline]
     pub(crate) fn memory_limit(&self) -> usize {
         self.memory_limit as usize
+    }
+
+    /// Vireo: whether an allocation beyond the limit fails now.
+    #[inline]
+    pub(crate) fn limit_enforced(&self) -> bool {
+        self.memory_limit > 0 && self.enforce_limit
+    }
+
+    /// Vireo: turns enforcement on or off; returns the previous setting.
+    #[inline]
+    pub(crate) unsafe fn set_enforced(state: *mut ffi::lua_State, enforce: bool) -> bool {
+        let mem_state = Self::get(state);
+        if mem_state.is_null() {
+            return false;
+        }
+        std::mem::replace(&mut (*mem_state).enforce_limit, enforce)
     }
 
     #[inline]
@@ -132,7 +152,7 @@ unsafe extern "C-unwind" fn allocator(
     }
     let mem_limit = mem_state.memory_limit;
     let new_used_memory = mem_state.used_memory + mem_diff;
-    if mem_limit > 0 && new_used_memory > mem_limit && !mem_state.ignore_limit {
+    if mem_limit > 0 && new_used_memory > mem_limit && mem_state.enforce_limit && !mem_state.ignore_limit {
         #[cfg(feature = "luau")]
         {
             mem_state.limit_reached = true;

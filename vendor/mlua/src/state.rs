@@ -805,6 +805,24 @@ impl Lua {
         }
     }
 
+    /// Vireo: runs `f` with the memory limit enforced for the Lua code it
+    /// calls. Outside this (and inside Rust callbacks called from that Lua
+    /// code) the limit is not enforced, so Rust code never needs a
+    /// protected call to guard against an allocation failure: the costly
+    /// `lua_pushcclosure` + `lua_pcall` around every string and table
+    /// creation goes away. An allocation beyond the limit therefore only
+    /// ever fails inside Lua's own C code, where the error unwinds to the
+    /// nearest `lua_pcall` through C frames only.
+    pub fn with_memory_limit<R>(&self, f: impl FnOnce() -> R) -> R {
+        let state = self.lock().state();
+        // SAFETY: `state` is this Lua's live state; the flag is plain data.
+        let previous = unsafe { MemoryState::set_enforced(state, true) };
+        let result = f();
+        // SAFETY: as above.
+        unsafe { MemoryState::set_enforced(state, previous) };
+        result
+    }
+
     /// Returns `true` if the garbage collector is currently running automatically.
     ///
     /// Requires `feature = "lua54/lua53/lua52/luau"`

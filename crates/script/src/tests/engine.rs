@@ -473,6 +473,35 @@ fn memory_limit_is_a_script_error() {
     assert!(engine.vm_memory() > 0);
 }
 
+/// Rust callbacks allocate with the limit relaxed (vendor/mlua's VIREO.md):
+/// a script filling the heap with strings made by `redis.call` and
+/// `cjson` still fails with Redis's error at the next allocation its Lua
+/// code makes, also under `pcall`, and never aborts.
+#[test]
+fn memory_limit_holds_across_callbacks() {
+    let mut engine = EvalEngine::new(8 << 20).unwrap();
+    let mut host = FakeHost::default();
+    let fill = "local t = {} for i = 1, 1e9 do \
+                redis.call('SET', 'k', i .. string.rep('v', 4000)) \
+                t[i] = redis.call('GET', 'k') t[-i] = cjson.encode({i, t[i]}) end";
+    for script in [
+        fill.to_owned(),
+        format!("return {{pcall(function() {fill} end)}}"),
+    ] {
+        let out = run_eval(&mut engine, &mut host, &script, &[], &[], Protocol::Resp2);
+        assert!(out.contains("not enough memory"), "{out}");
+    }
+    let out = run_eval(
+        &mut engine,
+        &mut host,
+        "return #redis.call('GET', 'k')",
+        &[],
+        &[],
+        Protocol::Resp2,
+    );
+    assert!(out.starts_with(":400"), "{out}");
+}
+
 /// FUNCTION LOAD, FCALL and the registry's errors.
 #[test]
 fn functions() {

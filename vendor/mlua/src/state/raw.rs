@@ -782,7 +782,7 @@ impl RawLua {
 
         // MemoryInfo is empty in module mode so we cannot predict memory limits
         match MemoryState::get(self.state()) {
-            mem_state if !mem_state.is_null() => (*mem_state).memory_limit() == 0,
+            mem_state if !mem_state.is_null() => !(*mem_state).limit_enforced(),
             _ => (*self.extra.get()).skip_memory_check, // Check the special flag (only for module mode)
         }
     }

@@ -4,6 +4,7 @@ use std::ptr;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
+use crate::memory::MemoryState;
 use crate::state::{ExtraData, RawLua};
 use crate::util::{self, get_internal_metatable, WrappedFailure};
 
@@ -37,6 +38,9 @@ where
     }
 
     let nargs = ffi::lua_gettop(state);
+    // Vireo: Rust code runs with the memory limit relaxed, so no allocation
+    // it makes can raise a Lua error across its frames (see VIREO.md).
+    let enforced = MemoryState::set_enforced(state, false);
 
     enum PreallocatedFailure {
         New(*mut WrappedFailure),
@@ -109,6 +113,7 @@ where
         Ok(Ok(r)) => {
             // Return unused `WrappedFailure` to the pool
             prealloc_failure.release(state, extra);
+            MemoryState::set_enforced(state, enforced);
             r
         }
         Ok(Err(err)) => {
@@ -130,6 +135,7 @@ where
             );
             get_internal_metatable::<WrappedFailure>(state);
             ffi::lua_setmetatable(state, -2);
+            MemoryState::set_enforced(state, enforced);
 
             ffi::lua_error(state)
         }
@@ -138,6 +144,7 @@ where
             ptr::write(wrapped_panic, WrappedFailure::Panic(Some(p)));
             get_internal_metatable::<WrappedFailure>(state);
             ffi::lua_setmetatable(state, -2);
+            MemoryState::set_enforced(state, enforced);
             ffi::lua_error(state)
         }
     }
