@@ -1215,6 +1215,10 @@ impl Config {
     pub fn aof_load_truncated(&self) -> bool {
         self.flag("aof-load-truncated")
     }
+    /// `aof-timestamp-enabled`: `#TS:` annotations in the AOF.
+    pub fn aof_timestamp_enabled(&self) -> bool {
+        self.flag("aof-timestamp-enabled")
+    }
     /// `aof-use-rdb-preamble`.
     pub fn aof_use_rdb_preamble(&self) -> bool {
         self.flag("aof-use-rdb-preamble")

@@ -1137,3 +1137,73 @@ fn a_failing_aof_write_under_appendfsync_always_stops_the_server() {
     let status = srv.child().wait().unwrap();
     assert_eq!(status.code(), Some(1));
 }
+
+/// `aof-timestamp-enabled`: the incremental file starts with a `#TS:`
+/// annotation, so does a rewritten command base, and both load back.
+#[test]
+fn timestamp_annotations_open_the_files_and_load_back() {
+    let dir = temp_dir("timestamps");
+    let srv = start_aof(
+        &dir,
+        &[
+            "--aof-timestamp-enabled",
+            "yes",
+            "--aof-use-rdb-preamble",
+            "no",
+        ],
+    );
+    let mut con = srv.conn();
+    q(&mut con, &["SET", "foo", "bar"]).unwrap();
+    let starts_stamped = |path: &Path| {
+        let text = std::fs::read_to_string(path).unwrap();
+        let first = text.lines().next().unwrap_or_default().to_owned();
+        first
+            .strip_prefix("#TS:")
+            .is_some_and(|s| s.parse::<u64>().is_ok())
+    };
+    assert!(starts_stamped(&last_incr(&dir)), "{}", aof_text(&dir));
+    let rewrites: u64 = info_field(&mut con, "aof_rewrites").parse().unwrap();
+    q(&mut con, &["BGREWRITEAOF"]).unwrap();
+    wait_rewrite_done(&mut con, rewrites + 1);
+    let base = dir.join("appendonlydir/appendonly.aof.2.base.aof");
+    assert!(starts_stamped(&base), "{}", aof_text(&dir));
+    shutdown(srv);
+    let srv = start_aof(&dir, &[]);
+    let mut con = srv.conn();
+    assert_eq!(
+        q(&mut con, &["GET", "foo"]).unwrap(),
+        Value::BulkString(b"bar".to_vec())
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Redis's `checkAlreadyExpired`: while the AOF loads, an EXPIRE into the
+/// past only sets the TTL, and nothing expires on lookup, so the commands
+/// after it still write to the key; it is gone once loading is done.
+#[test]
+fn a_past_expire_in_the_aof_keeps_the_key_until_loading_ends() {
+    let dir = temp_dir("past-expire");
+    let aof_dir = dir.join("appendonlydir");
+    std::fs::create_dir_all(&aof_dir).unwrap();
+    let mut log = Vec::new();
+    for c in [
+        &["RPUSH", "list", "foo"][..],
+        &["PEXPIREAT", "list", "1000"],
+        &["RPUSH", "list", "bar"],
+    ] {
+        log.extend_from_slice(format!("*{}\r\n", c.len()).as_bytes());
+        for a in c {
+            log.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
+        }
+    }
+    std::fs::write(aof_dir.join("appendonly.aof.1.incr.aof"), &log).unwrap();
+    std::fs::write(
+        aof_dir.join("appendonly.aof.manifest"),
+        "file appendonly.aof.1.incr.aof seq 1 type i\n",
+    )
+    .unwrap();
+    let srv = start_aof(&dir, &[]);
+    let mut con = srv.conn();
+    assert_eq!(q(&mut con, &["LLEN", "list"]).unwrap(), Value::Int(0));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -901,6 +901,11 @@ impl<'a> Keys<'a> {
         self.ttl_blind = blind;
     }
 
+    /// Whether this view is TTL-blind ([`Keys::set_ttl_blind`]).
+    pub fn ttl_blind(&self) -> bool {
+        self.ttl_blind
+    }
+
     /// The keyspace this view locks.
     pub fn keyspace(&self) -> &'a Keyspace {
         self.ks

@@ -550,7 +550,11 @@ fn loadaof(ctx: &mut Ctx<'_>) {
         return ctx.out.error("ERR the AOF writer did not catch up");
     }
     empty_data(ctx);
-    if let Err(e) = aof::load::load_at_start(server) {
+    // Other clients get -LOADING meanwhile, as at start-up.
+    server.rdb.loading.store(true, Ordering::Release);
+    let loaded = aof::load::load_at_start(server);
+    server.rdb.loading.store(false, Ordering::Release);
+    if let Err(e) = loaded {
         // Redis exits when the AOF it just wrote cannot be loaded back.
         tracing::warn!("{e}");
         std::process::exit(1);

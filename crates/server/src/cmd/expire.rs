@@ -173,8 +173,12 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: Args<'_>, form: &ExpireForm) {
         return ctx.out.int(0);
     }
     let mut event = "del";
+    // Redis's `checkAlreadyExpired`: a time already reached deletes the
+    // key, except while loading the AOF, from a replica's master and on a
+    // replica, where the key keeps the past TTL until a DEL says otherwise.
+    let keep_past = ctx.keys.ttl_blind() || ctx.server.repl.is_replica();
     match u64::try_from(when) {
-        Ok(at) if when > now => {
+        Ok(at) if when > now || keep_past => {
             event = "expire";
             ctx.keys.set_expire(ctx.db, key, at);
             // Propagated as an absolute time, options kept.

@@ -10,7 +10,7 @@ use vireo_resp::{Args, ReplyBuf};
 use vireo_store::clock::{command_end_us, command_start_us, now_us};
 use vireo_store::Keys;
 
-use crate::cmd::{flags, key_range, table, CmdRef, Ctx, KeySpec};
+use crate::cmd::{flags, key_range, table, CmdRef, CommandSpec, Ctx, KeySpec};
 use crate::net::session::{ReplyMode, Session};
 use crate::ops::metrics::hist_bucket;
 use crate::server::{bump, Server, SlowlogEntry};
@@ -73,6 +73,8 @@ pub fn run(
         && (matches!(spec.keys, KeySpec::None) || !crate::net::worker::serving_while_busy());
     if !busy_allowed {
         if let Some(msg) = server.scripts.busy_error() {
+            // A script from the AOF being loaded: Redis checks LOADING first.
+            let msg = loading_rejection(server, session, spec).unwrap_or(msg);
             reject(server, session, out, Some(cmd), msg);
             return Outcome::Done;
         }
@@ -135,8 +137,11 @@ pub fn run(
     let mut keys = lock_for(server, session, cmd, args);
     // CLIENT NO-TOUCH: this client's lookups leave access times alone.
     keys.set_no_touch(session.no_touch);
-    // A replica's master decides when keys expire: its DEL follows.
-    keys.set_ttl_blind(session.from_master);
+    // A replica's master decides when keys expire: its DEL follows. While
+    // the AOF loads, nothing expires either (Redis's `keyIsExpired`): the
+    // log's own DELs say when keys went, and a key given a past TTL by a
+    // logged EXPIRE may still be written to by the commands after it.
+    keys.set_ttl_blind(session.from_master || session.replaying);
     if hooks != 0 {
         record_for_events(&mut keys, hooks);
     }
@@ -401,12 +406,18 @@ fn persistence_rejection(
             return Some(msg.into());
         }
     }
-    // The AOF's own replay runs while the server is loading.
-    if server.rdb.loading.load(Ordering::Acquire) && !spec.has(flags::LOADING) && !session.replaying
-    {
-        return Some("LOADING Redis is loading the dataset in memory".into());
-    }
-    None
+    loading_rejection(server, session, spec).map(Into::into)
+}
+
+/// LOADING for a command not flagged `loading` while the dataset loads
+/// (the AOF's own replay runs then, of course).
+fn loading_rejection(
+    server: &Server,
+    session: &Session,
+    spec: &CommandSpec,
+) -> Option<&'static str> {
+    (server.rdb.loading.load(Ordering::Acquire) && !spec.has(flags::LOADING) && !session.replaying)
+        .then_some("LOADING Redis is loading the dataset in memory")
 }
 
 /// What a replica refuses to its clients: writes when `replica-read-only`

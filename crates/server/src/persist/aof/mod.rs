@@ -592,6 +592,8 @@ pub fn run_writer(server: Arc<Server>) {
     let mut last_fsync = Instant::now();
     let mut dirty_since_fsync = false;
     let mut merger = Merger::new(aof.slots.len());
+    // The second of the last `#TS:` annotation.
+    let mut stamped_second = 0;
     // Merged bytes not yet written: empty after every successful round.
     let mut data: Vec<u8> = Vec::new();
     loop {
@@ -632,7 +634,7 @@ pub fn run_writer(server: Arc<Server>) {
         let mut file_slot = aof.file.lock();
         let mut wrote = 0usize;
         for (at, cut) in events {
-            emit_and_replicate(&server, &mut merger, at, &mut data);
+            emit_and_replicate(&server, &mut merger, at, &mut data, &mut stamped_second);
             let done = write_out(aof, file_slot.as_mut(), &data);
             data.drain(..done);
             wrote += done;
@@ -664,7 +666,7 @@ pub fn run_writer(server: Arc<Server>) {
             last_fsync = Instant::now();
             dirty_since_fsync = false;
         }
-        emit_and_replicate(&server, &mut merger, limit, &mut data);
+        emit_and_replicate(&server, &mut merger, limit, &mut data, &mut stamped_second);
         let done = write_out(aof, file_slot.as_mut(), &data);
         data.drain(..done);
         wrote += done;
@@ -705,12 +707,33 @@ pub fn run_writer(server: Arc<Server>) {
 
 /// Appends to `data` the units numbered below `bound` and gives the same
 /// bytes to the replication stream.
-fn emit_and_replicate(server: &Server, merger: &mut Merger, bound: u64, data: &mut Vec<u8>) {
+fn emit_and_replicate(
+    server: &Server,
+    merger: &mut Merger,
+    bound: u64,
+    data: &mut Vec<u8>,
+    stamped_second: &mut u64,
+) {
     let before = data.len();
     merger.emit_until(bound, data);
     if data.len() > before {
         crate::repl::feed_stream(server, &data[before..]);
+        // Redis's `aof-timestamp-enabled`: the first write of each second
+        // is preceded by `#TS:<unix seconds>`, in the file only (replicas
+        // never see it).
+        let now = vireo_store::clock::now_ms() / 1000;
+        if now > *stamped_second && server.config.aof_timestamp_enabled() {
+            *stamped_second = now;
+            let stamp = timestamp_annotation(now);
+            data.splice(before..before, stamp.into_bytes());
+        }
     }
+}
+
+/// An AOF timestamp annotation line (`#TS:<unix seconds>`), which loading
+/// skips and `redis-check-aof --truncate-to-timestamp` cuts at.
+pub(crate) fn timestamp_annotation(unix_seconds: u64) -> String {
+    format!("#TS:{unix_seconds}\r\n")
 }
 
 /// Ends the writer thread once everything fed is written and synced

@@ -337,6 +337,9 @@ pub fn write_base(
                     rdb::write_aux(&mut head, k, v);
                 }
                 put(&mut w, &head)?;
+            } else if server.config.aof_timestamp_enabled() {
+                let stamp = super::timestamp_annotation(now_ms / 1000);
+                put(&mut w, stamp.as_bytes())?;
             }
             // The channel closes when the last shard is done (its visitor,
             // and with it the sender, is dropped).
