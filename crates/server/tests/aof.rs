@@ -1207,3 +1207,32 @@ fn a_past_expire_in_the_aof_keeps_the_key_until_loading_ends() {
     assert_eq!(q(&mut con, &["LLEN", "list"]).unwrap(), Value::Int(0));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// BGREWRITEAOF counts as in progress from its reply on, as Redis's fork
+/// does: INFO says so at once, and a second one is refused with Redis's
+/// error until it is done.
+#[test]
+fn a_rewrite_is_in_progress_as_soon_as_bgrewriteaof_answers() {
+    let dir = temp_dir("in-progress");
+    let srv = start_aof(&dir, &[]);
+    let mut con = srv.conn();
+    for i in 0..200 {
+        q(&mut con, &["SET", &format!("k{i}"), "v"]).unwrap();
+    }
+    q(&mut con, &["CONFIG", "SET", "rdb-key-save-delay", "2000"]).unwrap();
+    let rewrites: u64 = info_field(&mut con, "aof_rewrites").parse().unwrap();
+    q(&mut con, &["BGREWRITEAOF"]).unwrap();
+    assert_eq!(info_field(&mut con, "aof_rewrite_in_progress"), "1");
+    let again = q(&mut con, &["BGREWRITEAOF"]).unwrap_err();
+    assert!(
+        again
+            .to_string()
+            .contains("Background append only file rewriting already in progress"),
+        "{again}"
+    );
+    q(&mut con, &["CONFIG", "SET", "rdb-key-save-delay", "0"]).unwrap();
+    wait_rewrite_done(&mut con, rewrites + 1);
+    assert_eq!(info_field(&mut con, "aof_rewrite_in_progress"), "0");
+    shutdown(srv);
+    let _ = std::fs::remove_dir_all(&dir);
+}

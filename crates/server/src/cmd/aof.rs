@@ -19,7 +19,7 @@ pub const COMMANDS: &[CommandSpec] = &[spec(
 /// without fork and without blocking writers.
 fn bgrewriteaof(ctx: &mut Ctx<'_>, _args: Args<'_>) {
     let busy = ctx.server.keyspace.snapshot_in_progress();
-    if ctx.server.aof.request_rewrite() {
+    if ctx.server.aof.request_rewrite(busy) {
         ctx.out.simple(if busy {
             "Background append only file rewriting scheduled"
         } else {

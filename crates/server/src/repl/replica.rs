@@ -449,7 +449,9 @@ fn sync_with_master(server: &Arc<Server>, link: &MasterLink) -> Result<Conn, Syn
             // The log must describe the new dataset: a rewrite starts it
             // from it, as Redis's `restartAOFAfterSYNC`.
             if server.aof.is_enabled() {
-                server.aof.request_rewrite();
+                server
+                    .aof
+                    .request_rewrite(server.keyspace.snapshot_in_progress());
             }
         }
     }

@@ -39,7 +39,7 @@ pub fn load_at_start(server: &Server) -> Result<Option<Manifest>, String> {
     let dir = dir_path(server);
     let name = format!("{}.manifest", server.config.appendfilename());
     let path = dir.join(&name);
-    let manifest = if path.exists() {
+    let manifest = if path.exists() && !interrupted_upgrade(server, &path) {
         let text = std::fs::read(&path).map_err(|e| {
             format!(
                 "Fatal error: can't open the AOF manifest file {} for reading: {e}",
@@ -80,6 +80,21 @@ pub fn load_at_start(server: &Server) -> Result<Option<Manifest>, String> {
         );
     }
     Ok(Some(manifest))
+}
+
+/// Whether the manifest at `path` is what an upgrade interrupted before
+/// its rename leaves (Redis's third `aofUpgradePrepare` case): the old
+/// single file is still in `dir`, and the manifest lists only a base of
+/// that name, which the AOF directory lacks. The upgrade then runs again.
+fn interrupted_upgrade(server: &Server, path: &Path) -> bool {
+    let name = server.config.appendfilename();
+    if !Path::new(&name).is_file() || dir_path(server).join(&name).exists() {
+        return false;
+    }
+    let Ok(Ok(manifest)) = std::fs::read(path).map(|t| Manifest::parse(&t)) else {
+        return false;
+    };
+    manifest.incr.is_empty() && manifest.base.is_some_and(|b| b.name == name)
 }
 
 /// A Redis 6 style single AOF file (`appendfilename` in `dir`, no

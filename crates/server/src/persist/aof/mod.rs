@@ -375,9 +375,20 @@ impl Aof {
     }
 
     /// Asks the background thread for a rewrite; false if one is running.
-    pub fn request_rewrite(&self) -> bool {
-        if self.rewrite_in_progress.load(Ordering::SeqCst) {
+    /// Unless `scheduled` (a snapshot is running, the rewrite waits for
+    /// it), the rewrite counts as in progress from here on, as Redis's
+    /// does once BGREWRITEAOF has forked: a client polling INFO's
+    /// `aof_rewrite_in_progress` right after the reply sees it running.
+    pub fn request_rewrite(&self, scheduled: bool) -> bool {
+        if scheduled {
+            if self.rewrite_in_progress.load(Ordering::SeqCst) {
+                return false;
+            }
+        } else if self.rewrite_in_progress.swap(true, Ordering::SeqCst) {
             return false;
+        } else {
+            let now = vireo_store::clock::now_ms();
+            self.rewrite_started_ms.store(now, Ordering::Relaxed);
         }
         self.bg.lock().rewrite_requested = true;
         self.bg_cond.notify_one();
@@ -564,7 +575,7 @@ pub fn config_changed(server: &Server) {
             tracing::warn!("Can't create the append-only directory");
         }
         aof.set_state(WAIT_REWRITE);
-        aof.request_rewrite();
+        aof.request_rewrite(server.keyspace.snapshot_in_progress());
     } else if !want && state != OFF {
         aof.set_state(OFF);
         let mut f = aof.feed.lock();

@@ -197,11 +197,13 @@ pub fn run(server: &Server) {
         std::thread::sleep(std::time::Duration::from_millis(50));
         return;
     }
-    if aof.rewrite_in_progress.swap(true, Ordering::SeqCst) {
-        return;
+    // Only this (background) thread runs rewrites; BGREWRITEAOF may have
+    // marked this one in progress already.
+    if !aof.rewrite_in_progress.swap(true, Ordering::SeqCst) {
+        let now = vireo_store::clock::now_ms();
+        aof.rewrite_started_ms.store(now, Ordering::Relaxed);
     }
-    let now = vireo_store::clock::now_ms();
-    aof.rewrite_started_ms.store(now, Ordering::Relaxed);
+    let now = aof.rewrite_started_ms.load(Ordering::Relaxed);
     let result = rewrite(server, aof);
     let secs = (vireo_store::clock::now_ms().saturating_sub(now) / 1000) as i64;
     aof.last_rewrite_secs.store(secs, Ordering::Relaxed);
