@@ -1236,3 +1236,52 @@ fn a_rewrite_is_in_progress_as_soon_as_bgrewriteaof_answers() {
     shutdown(srv);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `CONFIG SET appendonly no` stops a running rewrite, as Redis kills its
+/// rewrite child, however slow `rdb-key-save-delay` makes it; the temporary
+/// file goes, and turning the AOF on again rewrites afresh.
+#[test]
+fn turning_the_aof_off_stops_a_running_rewrite() {
+    let dir = temp_dir("cancel");
+    let srv = start_aof(&dir, &[]);
+    let mut con = srv.conn();
+    q(&mut con, &["SET", "k", "v"]).unwrap();
+    q(
+        &mut con,
+        &["CONFIG", "SET", "rdb-key-save-delay", "10000000"],
+    )
+    .unwrap();
+    q(&mut con, &["BGREWRITEAOF"]).unwrap();
+    q(&mut con, &["CONFIG", "SET", "appendonly", "no"]).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while info_field(&mut con, "aof_rewrite_in_progress") != "0" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the rewrite kept running"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let temps = std::fs::read_dir(dir.join("appendonlydir"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with("temp-")
+        })
+        .count();
+    assert_eq!(temps, 0);
+    q(&mut con, &["CONFIG", "SET", "rdb-key-save-delay", "0"]).unwrap();
+    let rewrites: u64 = info_field(&mut con, "aof_rewrites").parse().unwrap();
+    q(&mut con, &["CONFIG", "SET", "appendonly", "yes"]).unwrap();
+    wait_rewrite_done(&mut con, rewrites + 1);
+    shutdown(srv);
+    let srv = start_aof(&dir, &[]);
+    let mut con = srv.conn();
+    assert_eq!(
+        q(&mut con, &["GET", "k"]).unwrap(),
+        Value::BulkString(b"v".to_vec())
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

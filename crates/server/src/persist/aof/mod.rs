@@ -149,6 +149,9 @@ pub struct Aof {
     current_size: AtomicU64,
     base_size: AtomicU64,
     rewrite_in_progress: AtomicBool,
+    /// Set to stop the running rewrite (`appendonly no`): Redis kills its
+    /// rewrite child then.
+    rewrite_cancel: AtomicBool,
     rewrite_started_ms: AtomicU64,
     last_rewrite_secs: AtomicI64,
     last_rewrite_ok: AtomicBool,
@@ -185,6 +188,7 @@ impl Aof {
             current_size: AtomicU64::new(0),
             base_size: AtomicU64::new(0),
             rewrite_in_progress: AtomicBool::new(false),
+            rewrite_cancel: AtomicBool::new(false),
             rewrite_started_ms: AtomicU64::new(0),
             last_rewrite_secs: AtomicI64::new(-1),
             last_rewrite_ok: AtomicBool::new(true),
@@ -395,6 +399,11 @@ impl Aof {
         true
     }
 
+    /// Whether the running rewrite was told to stop.
+    pub(crate) fn rewrite_cancelled(&self) -> bool {
+        self.rewrite_cancel.load(Ordering::Acquire)
+    }
+
     /// True while a rewrite runs.
     pub fn rewrite_in_progress(&self) -> bool {
         self.rewrite_in_progress.load(Ordering::SeqCst)
@@ -577,6 +586,11 @@ pub fn config_changed(server: &Server) {
         aof.set_state(WAIT_REWRITE);
         aof.request_rewrite(server.keyspace.snapshot_in_progress());
     } else if !want && state != OFF {
+        if aof.rewrite_in_progress() {
+            // Redis's words, though what stops is a thread of ours.
+            tracing::info!("Killing running AOF rewrite child: {}", std::process::id());
+            aof.rewrite_cancel.store(true, Ordering::Release);
+        }
         aof.set_state(OFF);
         let mut f = aof.feed.lock();
         let at = aof.seq.load(Ordering::SeqCst);

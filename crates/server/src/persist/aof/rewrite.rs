@@ -220,6 +220,7 @@ pub fn run(server: &Server) {
             aof.rewrites_failed_in_a_row.fetch_add(1, Ordering::Relaxed);
         }
     }
+    aof.rewrite_cancel.store(false, Ordering::Release);
     aof.rewrite_in_progress.store(false, Ordering::SeqCst);
 }
 
@@ -236,7 +237,8 @@ pub enum BaseFormat {
 /// at the cut, and hands the buffer to the thread writing the file. Keys
 /// already expired at the cut are left out, as Redis's rewrite does.
 struct BaseChunks {
-    tx: crossbeam_channel::Sender<Vec<u8>>,
+    /// Serialized pieces and how many keys each holds.
+    tx: crossbeam_channel::Sender<(Vec<u8>, u64)>,
     now_ms: u64,
     format: BaseFormat,
 }
@@ -264,10 +266,34 @@ impl ShardVisitor for BaseChunks {
         true
     }
 
-    fn emit(&self, bytes: Vec<u8>, _keys: u64) {
-        // The receiver outlives every piece (it reads until all are in).
-        let _ = self.tx.send(bytes);
+    fn emit(&self, bytes: Vec<u8>, keys: u64) {
+        // Fails only once the writer gave up (a cancelled rewrite).
+        let _ = self.tx.send((bytes, keys));
     }
+}
+
+/// After writing `keys` keys: waits `rdb-key-save-delay` per key (the
+/// suite's way to make a rewrite slow), and fails once the rewrite is
+/// cancelled, checking at least every 10 ms.
+fn pace(server: &Server, keys: u64) -> std::io::Result<()> {
+    let cancelled = || {
+        if server.aof.rewrite_cancelled() {
+            Err(std::io::Error::other("the rewrite was cancelled"))
+        } else {
+            Ok(())
+        }
+    };
+    let mut wait = std::time::Duration::from_micros(
+        server.config.rdb_key_save_delay_us().saturating_mul(keys),
+    );
+    let slice = std::time::Duration::from_millis(10);
+    while !wait.is_zero() {
+        cancelled()?;
+        let step = wait.min(slice);
+        std::thread::sleep(step);
+        wait -= step;
+    }
+    cancelled()
 }
 
 /// Writes a base file of the data at a point-in-time cut to `path`
@@ -305,7 +331,7 @@ pub fn write_base(
             }
         };
         if !functions.is_empty() {
-            let _ = functions_tx.send(functions);
+            let _ = functions_tx.send((functions, 0));
         }
     };
     if ks.begin_snapshot(visitor, at_cut).is_err() {
@@ -345,8 +371,12 @@ pub fn write_base(
             }
             // The channel closes when the last shard is done (its visitor,
             // and with it the sender, is dropped).
-            for buf in rx.iter() {
+            // Owned here: if this writer gives up, the snapshot's sends
+            // fail instead of waiting for it.
+            let rx = rx;
+            for (buf, keys) in rx.iter() {
                 put(&mut w, &buf)?;
+                pace(server, keys)?;
             }
             if format == BaseFormat::Rdb {
                 let mut tail = Vec::new();
@@ -417,6 +447,9 @@ fn rewrite(server: &Server, aof: &Aof) -> std::io::Result<()> {
         cut = Some(at_cut(server, &mut m, &prefix))
     });
     let logging = cut.unwrap_or(Ok(false))?;
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
     let base_len = written?;
     let base = m.new_base(&prefix, format == BaseFormat::Rdb);
     m.retire_incr(logging);
