@@ -250,8 +250,20 @@ pub struct Shard {
     disposal: Arc<Disposal>,
 }
 
-/// WATCH registrations: key → (db, flag) for each watching client.
-type Watchers = HashMap<Key, Vec<(usize, WatchFlag)>>;
+/// WATCH registrations: key → each watching client's registration.
+type Watchers = HashMap<Key, Vec<Watcher>>;
+
+/// One client's WATCH of one key.
+struct Watcher {
+    /// The database the key was watched in.
+    db: usize,
+    /// The client's dirty flag, set when the key changes.
+    flag: WatchFlag,
+    /// The key was already past its TTL when watched (Redis 7.0's
+    /// `watchedKey.expired`): its deletion is no change, and EXEC does not
+    /// count it as expired since. Only touched under the shard's lock.
+    stale: std::cell::Cell<bool>,
+}
 
 impl Shard {
     fn new(databases: usize, disposal: Arc<Disposal>) -> Self {
@@ -279,32 +291,53 @@ impl Shard {
         self.dbs[db].remove_at(i, hash)
     }
 
-    /// Marks every client watching `key` in `db` as dirty.
+    /// Marks every client watching `key` in `db` as dirty (Redis's
+    /// `touchWatchedKey`), called after the change: a key that was stale
+    /// when watched and is now gone did not logically change.
     pub(crate) fn signal(&self, db: usize, key: &[u8]) {
         let Some(watchers) = self.watchers.as_deref() else {
             return;
         };
-        if let Some(list) = watchers.get(key) {
-            for (wdb, flag) in list {
-                if *wdb == db {
-                    flag.store(true, Ordering::Release);
-                }
+        for w in watchers.get(key).into_iter().flatten() {
+            if w.db != db {
+                continue;
             }
+            if w.stale.get() && !self.dbs[db].keys.contains(key_hash(key), key) {
+                w.stale.set(false);
+                continue;
+            }
+            w.flag.store(true, Ordering::Release);
         }
     }
 
-    /// Marks clients watching, in any of `dbs`, a key that currently exists
-    /// in any of `dbs`, as Redis does for FLUSHDB and SWAPDB.
-    fn signal_existing(&self, dbs: &[usize]) {
+    /// Before `emptied` is flushed (`replaced_with` None) or swapped with
+    /// `replaced_with`, marks the clients watching a key there whose value
+    /// logically changes, as Redis 7.0's `touchAllWatchedKeysInDb`: a stale
+    /// key that goes, or stays stale, is no change; a missing key replaced
+    /// by a stale one becomes stale.
+    fn signal_replaced(&self, emptied: usize, replaced_with: Option<usize>, now: u64) {
         for (key, list) in self.watchers.iter().flat_map(|w| w.iter()) {
             let hash = key_hash(key);
-            if !dbs.iter().any(|&d| self.dbs[d].keys.contains(hash, key)) {
+            let in_emptied = self.dbs[emptied].keys.contains(hash, key);
+            let replacement = replaced_with.and_then(|d| self.dbs[d].keys.get(hash, key));
+            if !in_emptied && replacement.is_none() {
                 continue;
             }
-            for (wdb, flag) in list {
-                if dbs.contains(wdb) {
-                    flag.store(true, Ordering::Release);
+            let replacement_stale = replacement.is_some_and(|e| e.is_expired(now));
+            for w in list.iter().filter(|w| w.db == emptied) {
+                if w.stale.get() {
+                    if replacement.is_none() {
+                        w.stale.set(false);
+                        continue;
+                    }
+                    if replacement_stale {
+                        continue;
+                    }
+                } else if !in_emptied && replacement_stale {
+                    w.stale.set(true);
+                    continue;
                 }
+                w.flag.store(true, Ordering::Release);
             }
         }
     }
@@ -1366,14 +1399,41 @@ impl<'a> Keys<'a> {
         self.shard(hash).signal(db, key);
     }
 
-    /// Registers `flag` to be set when `key` in `db` is modified.
+    /// Registers `flag` to be set when `key` in `db` is modified,
+    /// remembering whether the key is already past its TTL.
     pub fn watch(&mut self, db: usize, key: &[u8], flag: &WatchFlag) {
         let hash = key_hash(key);
+        let stale = self.is_logically_expired(db, key);
         let watchers = self.shard(hash).watchers.get_or_insert_default();
         let list = watchers.entry(key.into()).or_default();
-        if !list.iter().any(|(d, f)| *d == db && Arc::ptr_eq(f, flag)) {
-            list.push((db, flag.clone()));
+        if !list
+            .iter()
+            .any(|w| w.db == db && Arc::ptr_eq(&w.flag, flag))
+        {
+            list.push(Watcher {
+                db,
+                flag: flag.clone(),
+                stale: std::cell::Cell::new(stale),
+            });
         }
+    }
+
+    /// Whether `key`, watched in `db` with `flag`, expired since it was
+    /// watched (EXEC then fails, as Redis 7.0's `isWatchedKeyExpired`); a
+    /// key already stale when watched does not count.
+    pub fn expired_since_watched(&mut self, db: usize, key: &[u8], flag: &WatchFlag) -> bool {
+        let hash = key_hash(key);
+        let stale = self
+            .shard(hash)
+            .watchers
+            .as_deref()
+            .and_then(|w| w.get(key))
+            .and_then(|list| {
+                list.iter()
+                    .find(|w| w.db == db && Arc::ptr_eq(&w.flag, flag))
+            })
+            .is_some_and(|w| w.stale.get());
+        !stale && self.is_logically_expired(db, key)
     }
 
     /// Removes a registration made by [`Keys::watch`].
@@ -1384,7 +1444,7 @@ impl<'a> Keys<'a> {
             return;
         };
         if let Some(list) = watchers.get_mut(key) {
-            list.retain(|(d, f)| !(*d == db && Arc::ptr_eq(f, flag)));
+            list.retain(|w| !(w.db == db && Arc::ptr_eq(&w.flag, flag)));
             if list.is_empty() {
                 watchers.remove(key);
             }
@@ -1510,12 +1570,13 @@ impl<'a> Keys<'a> {
     /// removed tables so the caller can free them off the request path.
     pub fn flush_db(&mut self, db: usize) -> Flushed {
         let mut tables = Vec::new();
+        let now = self.now;
         let ks = self.ks;
         for i in 0..self.ks.shard_count() {
             self.with_shard(i, |s| {
                 // Keeping every entry would copy the shard: hand it over.
                 ks.settle_snapshot(s);
-                s.signal_existing(&[db]);
+                s.signal_replaced(db, None, now);
                 tables.push(std::mem::take(&mut s.dbs[db]));
             });
         }
@@ -1526,10 +1587,12 @@ impl<'a> Keys<'a> {
     /// either.
     pub fn swap_db(&mut self, a: usize, b: usize) {
         let ks = self.ks;
+        let now = self.now;
         for i in 0..self.ks.shard_count() {
             self.with_shard(i, |s| {
                 ks.settle_snapshot(s);
-                s.signal_existing(&[a, b]);
+                s.signal_replaced(a, Some(b), now);
+                s.signal_replaced(b, Some(a), now);
                 s.dbs.swap(a, b);
             });
         }
@@ -1969,6 +2032,42 @@ mod tests {
         // With nothing watched, no shard keeps a map.
         drop(k);
         assert!(ks.shards.iter().all(|s| s.lock().watchers.is_none()));
+    }
+
+    /// Redis 7.0's stale WATCH rules: a key already past its TTL when
+    /// watched may be deleted (lazily, by FLUSHDB, or swapped away) without
+    /// failing EXEC, and a missing key swapped for a stale one is stale.
+    #[test]
+    fn deleting_a_key_that_was_stale_when_watched_is_no_change() {
+        let ks = Keyspace::new(16, 8);
+        let flag: WatchFlag = Arc::default();
+        let mut k = ks.lock_all();
+        for key in [&b"x"[..], b"y"] {
+            k.set(0, key, s(b"1"));
+            k.set_expire(0, key, 1);
+            k.watch(0, key, &flag);
+            assert!(!k.expired_since_watched(0, key, &flag));
+        }
+        assert!(!k.contains(0, b"x"), "read as missing, and deleted");
+        k.flush_db(0);
+        assert!(!flag.load(Ordering::Acquire));
+        // Gone now, so a new value is a change.
+        k.set(0, b"x", s(b"2"));
+        k.signal_modified(0, b"x");
+        assert!(flag.load(Ordering::Acquire));
+        // A fresh client: SWAPDB brings a stale key where none was.
+        let flag: WatchFlag = Arc::default();
+        k.watch(0, b"z", &flag);
+        k.set(1, b"z", s(b"1"));
+        k.set_expire(1, b"z", 1);
+        k.swap_db(0, 1);
+        assert!(!flag.load(Ordering::Acquire));
+        assert!(!k.expired_since_watched(0, b"z", &flag));
+        k.watch(0, b"fresh", &flag);
+        k.set(0, b"fresh", s(b"1"));
+        flag.store(false, Ordering::Release);
+        k.set_expire(0, b"fresh", 1);
+        assert!(k.expired_since_watched(0, b"fresh", &flag));
     }
 
     #[test]

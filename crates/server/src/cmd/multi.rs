@@ -113,8 +113,7 @@ fn watched_key_changed(keys: &mut Keys<'_>, session: &Session) -> bool {
     session
         .watched
         .iter()
-        .zip(&session.watched_expired)
-        .any(|((db, key), was_expired)| !was_expired && keys.is_logically_expired(*db, key))
+        .any(|(db, key)| keys.expired_since_watched(*db, key, &session.watch_dirty))
 }
 
 /// DISCARD: drops the queued commands and the WATCHes.
@@ -144,9 +143,7 @@ fn watch(ctx: &mut Ctx<'_>, args: Args<'_>) {
             continue;
         }
         ctx.keys.watch(db, key, &ctx.session.watch_dirty);
-        let expired = ctx.keys.is_logically_expired(db, key);
         ctx.session.watched.push((db, key.into()));
-        ctx.session.watched_expired.push(expired);
     }
     ctx.session
         .shared

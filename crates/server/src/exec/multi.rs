@@ -24,7 +24,6 @@ pub fn unwatch_in(keys: &mut Keys<'_>, session: &mut Session) {
     for (db, key) in session.watched.drain(..) {
         keys.unwatch(db, &key, &session.watch_dirty);
     }
-    session.watched_expired.clear();
     session.watch_dirty.store(false, Ordering::Release);
     session.shared.watch_count.store(0, Ordering::Relaxed);
 }

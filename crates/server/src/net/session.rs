@@ -50,9 +50,6 @@ pub struct Session {
     pub watched: Vec<(usize, Key)>,
     /// Set by the keyspace when a watched key changes.
     pub watch_dirty: WatchFlag,
-    /// Watched keys that had already expired when WATCH ran (Redis does not
-    /// abort EXEC for those expiring "again").
-    pub watched_expired: Vec<bool>,
     /// CLIENT REPLY state.
     pub reply_mode: ReplyMode,
     /// Close the connection once pending replies are written (QUIT, errors).
@@ -115,7 +112,6 @@ impl Session {
             multi: None,
             watched: Vec::new(),
             watch_dirty: WatchFlag::default(),
-            watched_expired: Vec::new(),
             reply_mode: ReplyMode::On,
             close_after_reply: false,
             no_evict: false,
@@ -149,8 +145,7 @@ impl Session {
         let queued = self.multi.as_ref().map_or(0, |m| {
             m.args_mem + m.queue.capacity() * std::mem::size_of::<(CmdRef, OwnedArgs)>()
         });
-        let watched = self.watched.capacity() * std::mem::size_of::<(usize, Key)>()
-            + self.watched_expired.capacity();
+        let watched = self.watched.capacity() * std::mem::size_of::<(usize, Key)>();
         queued + watched
     }
 }
