@@ -1,6 +1,6 @@
 //! SCRIPT DEBUG (the Lua debugger) against the real server: the session
 //! protocol with the `redis` crate (each debugger command answers one
-//! array of status lines), SYNC keeping writes, YES refusing them, the
+//! array of status lines), SYNC keeping writes, YES undoing them, the
 //! end of a session, a client that disconnects, the same transcript as a
 //! real redis-server (skipped without one), and `redis-cli --ldb-sync-mode`
 //! driving it (skipped without redis-cli).
@@ -116,18 +116,70 @@ fn sync_session_steps_prints_and_keeps_writes() {
 }
 
 #[test]
-fn yes_session_refuses_writes_and_leaves_the_dataset_alone() {
-    let server = common::Server::start(&[]);
+fn yes_session_undoes_writes_and_refuses_what_it_cannot_undo() {
+    let server = common::Server::start(&["--appendonly", "yes"]);
     let mut con = server.conn();
-    start(&mut con, "yes", "redis.call('set','k','v')\nreturn 1", &[]);
-    let stop = dbg(&mut con, &["s"]);
-    assert_eq!(stop[0], "<redis> set k v");
-    assert!(stop[1].starts_with("<error> Write commands are not allowed in a SCRIPT DEBUG YES"));
-    assert_eq!(stop[2], "<endsession>");
-    let reply = format!("{:?}", con.recv_response());
-    assert!(reply.contains("SCRIPT DEBUG YES session"), "{reply}");
+    assert_eq!(ok(&mut con, &["SET", "kept", "old"]), Value::Okay);
+    assert_eq!(ok(&mut con, &["RPUSH", "list", "a"]), Value::Int(1));
+    let script = "redis.call('set','kept','new')\n\
+                  redis.call('rpush','list','b')\n\
+                  redis.call('set','fresh','1')\n\
+                  redis.call('del','list')\n\
+                  local f = redis.pcall('flushall')\n\
+                  return {redis.call('get','kept'), redis.call('exists','list'), f['err']}";
+    start(&mut con, "yes", script, &[]);
+    assert_eq!(dbg(&mut con, &["c"]), ["<endsession>"]);
+    // Inside the session the writes were seen; FLUSHALL could not be undone.
+    assert_eq!(
+        con.recv_response().unwrap(),
+        Value::Array(vec![
+            Value::BulkString(b"new".to_vec()),
+            Value::Int(0),
+            Value::BulkString(
+                b"ERR This write command can not be undone, so it is not allowed in a SCRIPT DEBUG YES session: use SCRIPT DEBUG SYNC".to_vec()
+            ),
+        ])
+    );
     let mut check = server.conn();
-    assert_eq!(ok(&mut check, &["EXISTS", "k"]), Value::Int(0));
+    assert_eq!(
+        ok(&mut check, &["GET", "kept"]),
+        Value::BulkString(b"old".to_vec())
+    );
+    assert_eq!(
+        ok(&mut check, &["LRANGE", "list", "0", "-1"]),
+        Value::Array(vec![Value::BulkString(b"a".to_vec())])
+    );
+    assert_eq!(ok(&mut check, &["EXISTS", "fresh"]), Value::Int(0));
+    // Nor did the session's writes reach the AOF: a later write does.
+    assert_eq!(ok(&mut check, &["SET", "marker", "1"]), Value::Okay);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let aof = aof_bytes(&server.dir);
+        if aof.windows(6).any(|w| w == b"marker") {
+            assert!(!aof.windows(5).any(|w| w == b"fresh"));
+            assert!(!aof.windows(3).any(|w| w == b"new"));
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "marker never logged");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Every AOF byte under the server's directory.
+fn aof_bytes(dir: &std::path::Path) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(d).into_iter().flatten().flatten() {
+            let path = e.path();
+            if path.is_dir() {
+                todo.push(path);
+            } else if path.extension().is_some_and(|x| x == "aof") {
+                out.extend(std::fs::read(path).unwrap_or_default());
+            }
+        }
+    }
+    out
 }
 
 #[test]

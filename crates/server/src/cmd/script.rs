@@ -159,7 +159,7 @@ fn help(ctx: &mut Ctx<'_>, _args: Args<'_>) {
         "SCRIPT",
         &[
             "DEBUG (YES|SYNC|NO)",
-            "    Run the next EVAL under the Lua debugger (SYNC keeps its writes, YES refuses them).",
+            "    Run the next EVAL under the Lua debugger (SYNC keeps its writes, YES undoes them).",
             "EXISTS <sha1> [<sha1> ...]",
             "    Tell, for each SHA1, whether a script with it is in the script cache.",
             "FLUSH [ASYNC|SYNC]",

@@ -706,13 +706,14 @@ struct RunMode {
     allow_oom: bool,
     /// `maxmemory` was exceeded when the run started.
     oom_at_start: bool,
-    /// A SCRIPT DEBUG YES session: writes are refused (Vireo cannot fork
-    /// to throw them away, see `exec::script_debug`).
+    /// A SCRIPT DEBUG YES session: writes are undone when the run ends
+    /// and never propagated (see `exec::script_debug`).
     forked_debug: bool,
 }
 
-/// The refusal of a write in a SCRIPT DEBUG YES session.
-const FORKED_DEBUG_WRITE: &str = "ERR Write commands are not allowed in a SCRIPT DEBUG YES session (Vireo does not fork to discard them): use SCRIPT DEBUG SYNC";
+/// The refusal, in a SCRIPT DEBUG YES session, of a write whose keys
+/// cannot be saved for undoing (FLUSHALL, SWAPDB, MOVE, COPY …).
+const FORKED_DEBUG_WRITE: &str = "ERR This write command can not be undone, so it is not allowed in a SCRIPT DEBUG YES session: use SCRIPT DEBUG SYNC";
 
 /// The server side of one script run.
 struct ScriptHost<'h, 'c> {
@@ -743,6 +744,9 @@ struct ScriptHost<'h, 'c> {
     scratch: ReplyBuf,
     /// The last call was refused before running (for the Lua debugger).
     refused: bool,
+    /// A SCRIPT DEBUG YES session's undo log: each key a write touched, as
+    /// it was before its first write (None: absent).
+    undo: Vec<(usize, Box<[u8]>, Option<vireo_store::Entry>)>,
 }
 
 impl ScriptHost<'_, '_> {
@@ -798,7 +802,7 @@ impl ScriptHost<'_, '_> {
             return Some("ERR This Redis command is not allowed from script".into());
         }
         let writes = spec.has(flags::WRITE);
-        if self.mode.forked_debug && writes {
+        if self.mode.forked_debug && writes && !undoable(spec) {
             return Some(FORKED_DEBUG_WRITE.into());
         }
         if self.mode.read_only && spec.has(flags::WRITE | flags::MAY_REPLICATE) {
@@ -831,7 +835,8 @@ impl ScriptHost<'_, '_> {
         std::mem::swap(ctx.out, &mut self.scratch);
         let deny_blocking = std::mem::replace(&mut ctx.deny_blocking, true);
         let in_script = std::mem::replace(&mut ctx.session.in_script, true);
-        let hidden_unit = (!self.repl.aof).then(|| std::mem::take(&mut ctx.session.aof_unit));
+        let hidden = !self.repl.aof || self.mode.forked_debug;
+        let hidden_unit = hidden.then(|| std::mem::take(&mut ctx.session.aof_unit));
         let dirty = ctx.dirty;
         dispatch::call(ctx, cmd, args);
         self.track_declared_keys(cmd.spec);
@@ -846,6 +851,39 @@ impl ScriptHost<'_, '_> {
         ctx.deny_blocking = deny_blocking;
         std::mem::swap(ctx.out, &mut self.scratch);
     }
+}
+
+impl ScriptHost<'_, '_> {
+    /// Saves, before a write in a SCRIPT DEBUG YES session, the keys it
+    /// names as they are (first write to each only).
+    fn save_for_undo(&mut self, spec: &crate::cmd::CommandSpec, args: Args<'_>) {
+        let db = self.ctx.db;
+        for i in spec.key_indices(args) {
+            let key = args.get(i);
+            if self.undo.iter().any(|(d, k, _)| *d == db && **k == *key) {
+                continue;
+            }
+            let before = self.ctx.keys.get_read_unreported(db, key).cloned();
+            self.undo.push((db, key.into(), before));
+        }
+    }
+
+    /// Puts back every key a SCRIPT DEBUG YES session wrote.
+    fn undo_writes(&mut self) {
+        for (db, key, before) in std::mem::take(&mut self.undo).into_iter().rev() {
+            self.ctx.keys.delete(db, &key);
+            if let Some(entry) = before {
+                self.ctx.keys.set_entry(db, &key, entry);
+            }
+        }
+    }
+}
+
+/// Whether a write can be undone from the keys its key specs name: not
+/// when it reaches the whole keyspace or keys of another database.
+fn undoable(spec: &crate::cmd::CommandSpec) -> bool {
+    matches!(spec.keys, KeySpec::Range { .. } | KeySpec::Custom { .. })
+        && !matches!(spec.name, "move" | "copy" | "swapdb")
 }
 
 impl ScriptHost<'_, '_> {
@@ -905,6 +943,9 @@ impl Host for ScriptHost<'_, '_> {
         if cmd.spec.has(flags::WRITE) {
             self.wrote = true;
             self.slot.wrote.store(true, Ordering::Release);
+            if self.mode.forked_debug {
+                self.save_for_undo(cmd.spec, args);
+            }
         }
         if cmd
             .spec
@@ -1087,7 +1128,7 @@ fn run_debugged(ctx: &mut Ctx<'_>, args: Args<'_>, ro: bool, mode: DebugMode) {
     };
     let (start, end) = match mode {
         DebugMode::Sync => ("synchronous", "ended"),
-        DebugMode::Forked => ("write-refusing (YES)", "ended, nothing written"),
+        DebugMode::Forked => ("undoing (YES)", "ended, its writes undone"),
     };
     tracing::warn!("Redis {start} debugging eval session started");
     run_with(
@@ -1259,6 +1300,7 @@ fn run_target(
     let slot = server.scripts.slot(ctx.session.shared.worker);
     let db = ctx.db;
     let session_db = ctx.session.db;
+    let (ready_before, dirty_before) = (ctx.ready.len(), ctx.dirty);
     loop {
         let mark = ctx.out.mark();
         let _guard = SlotGuard::enter(&server.scripts, slot, kind != Kind::Fcall);
@@ -1288,6 +1330,7 @@ fn run_target(
             name: target.name.clone(),
             scratch: ReplyBuf::new(Protocol::Resp2),
             refused: false,
+            undo: Vec::new(),
         };
         let mut out = ReplyBuf::new(host.ctx.out.protocol());
         let result = match (kind, debug.take()) {
@@ -1309,6 +1352,12 @@ fn run_target(
                     .call(target.name.as_bytes(), keys, argv, &mut host, &mut out)
             }
         };
+        if host.mode.forked_debug {
+            host.undo_writes();
+            // Nothing happened: no blocked client may be served.
+            host.ctx.ready.truncate(ready_before);
+            host.ctx.dirty = dirty_before;
+        }
         let restart = host.restart;
         let strayed = host.strayed;
         drop(host);

@@ -19,10 +19,16 @@
 //!
 //! **YES** is Redis's forked mode, where the script runs in a forked child
 //! whose writes vanish with it. Vireo does not fork: a YES session runs
-//! like a SYNC one but refuses every write command the script calls (the
-//! script gets an error reply saying so), so the dataset is never changed;
-//! scripts that must write can be debugged with SYNC. Unlike Redis, the
-//! server is held during a YES session as during a SYNC one.
+//! like a SYNC one, but before each write the script calls, the keys the
+//! command names are saved as they were (once per key), the command's
+//! effects are kept out of the AOF and the replication stream, and when the
+//! script ends every saved key is put back, so the dataset is as before the
+//! session. Writes whose keys cannot be saved that way (the whole keyspace,
+//! or another database: FLUSHALL, SWAPDB, MOVE, COPY, SORT's STORE …) are
+//! refused with an error. What cannot be taken back is what other clients
+//! saw while it ran: keyspace notifications, client-side caching
+//! invalidations, WATCHed keys marked changed. Unlike Redis, the server is
+//! held during a YES session as during a SYNC one.
 //!
 //! The Lua time limit (`busy-reply-threshold`) does not apply: a script
 //! is never answered `-BUSY` or killable while debugged. Instead, as in
@@ -48,7 +54,8 @@ pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(5);
 /// A client's SCRIPT DEBUG mode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DebugMode {
-    /// SCRIPT DEBUG YES: writes refused (see the module comment).
+    /// SCRIPT DEBUG YES: writes undone when the session ends (see the
+    /// module comment).
     Forked,
     /// SCRIPT DEBUG SYNC: writes kept.
     Sync,
