@@ -10,7 +10,8 @@
 //! * [`peek_command`]: a stateless look-ahead at the next pipelined
 //!   command, so a server can prefetch a batch's keys before running it;
 //! * [`ReplyBuf`]: an output buffer that encodes replies in RESP2 or RESP3;
-//! * [`number`]: Redis-exact integer/double parsing and formatting.
+//! * [`number`]: Redis-exact integer/double parsing and formatting;
+//! * [`repr`]: byte strings quoted as Redis's `sdscatrepr` quotes them.
 //!
 //! Typical connection loop (the server owns the socket and buffers):
 //!
@@ -52,6 +53,7 @@ pub mod number;
 pub mod parse;
 pub mod peek;
 pub mod reply;
+pub mod repr;
 
 pub use args::{Args, ArgsIter, OwnedArgs};
 pub use number::{

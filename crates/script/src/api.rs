@@ -45,13 +45,19 @@ pub(crate) fn redis_table(lua: &Lua, kind: VmKind) -> Result<Table> {
     }
     t.raw_set("acl_check_cmd", lua.create_function(acl_check_cmd)?)?;
     if kind == VmKind::Eval {
-        // Outside the Lua debugger (which Vireo does not have) Redis's
-        // breakpoint returns false and debug does nothing.
+        // Outside a SCRIPT DEBUG session breakpoint returns false and
+        // debug does nothing.
         t.raw_set(
             "breakpoint",
-            lua.create_function(|_, _: MultiValue| Ok(false))?,
+            lua.create_function(|lua, _: MultiValue| Ok(crate::ldb::breakpoint(lua)))?,
         )?;
-        t.raw_set("debug", lua.create_function(|_, _: MultiValue| Ok(()))?)?;
+        t.raw_set(
+            "debug",
+            lua.create_function(|lua, args: MultiValue| {
+                crate::ldb::debug(lua, &args);
+                Ok(())
+            })?,
+        )?;
         t.raw_set(
             "replicate_commands",
             lua.create_function(|_, _: MultiValue| Ok(true))?,
@@ -141,8 +147,13 @@ fn redis_call(lua: &Lua, args: &[Value], raise: bool) -> Result<Value> {
     }
     // The run state stays borrowed (shared) while the host runs the command:
     // the host never re-enters this VM.
-    let reply = with_packed_args(lua, |args, resp| host.with(|h| h.call(args, resp)))
-        .unwrap_or_else(|| Reply::Error(b"ERR script run state missing".to_vec()));
+    let reply = with_packed_args(lua, |args, resp| {
+        crate::ldb::log_call(lua, args);
+        host.with(|h| h.call(args, resp))
+    })
+    .unwrap_or_else(|| Reply::Error(b"ERR script run state missing".to_vec()));
+    let refused = matches!(reply, Reply::Error(_)) && host.with(|h| h.last_call_refused());
+    crate::ldb::log_reply(lua, &reply, refused);
     if let Reply::Error(text) = &reply {
         let mut err = b"-".to_vec();
         err.extend_from_slice(text);

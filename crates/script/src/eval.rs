@@ -157,6 +157,34 @@ impl EvalEngine {
         }
     }
 
+    /// Runs the cached script `sha` under the Lua debugger (`SCRIPT
+    /// DEBUG`): it stops at its first line and then as the debugging
+    /// client asks, talking to it over `channel`; a script that runs
+    /// `time_limit` without stopping is stopped. The session ends with
+    /// `<endsession>` on the channel; the script's reply (or error) is
+    /// then the caller's to send, after which Redis closes the connection.
+    pub fn debug_evalsha(
+        &mut self,
+        sha: &str,
+        (keys, args): (&[&[u8]], &[&[u8]]),
+        host: &mut dyn Host,
+        (channel, time_limit): (Box<dyn crate::DebugChannel>, std::time::Duration),
+        out: &mut ReplyBuf,
+    ) -> RunResult {
+        let body = self.body(sha.as_bytes()).ok_or_else(|| {
+            ScriptError::plain("NOSCRIPT No matching script. Please use EVAL.".to_owned())
+        })?;
+        let session = crate::ldb::Ldb::new(body, channel, time_limit);
+        self.vm.lua.set_app_data(session);
+        self.vm.set_debug_hook(true);
+        let result = self.run(sha, keys, args, host, out);
+        self.vm.set_debug_hook(false);
+        if let Some(mut session) = self.vm.lua.remove_app_data::<crate::ldb::Ldb>() {
+            session.end();
+        }
+        result
+    }
+
     /// Sets `KEYS`/`ARGV` and runs the cached script `sha`.
     fn run(
         &mut self,

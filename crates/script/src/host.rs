@@ -68,6 +68,14 @@ pub trait Host {
     /// `ERR Unknown Redis command called from script`.
     fn call(&mut self, args: Args<'_>, resp: Protocol) -> crate::Reply;
 
+    /// Whether the last [`Host::call`]'s error was a refusal (the command
+    /// did not run: unknown, `noscript`, ACL, read-only, OOM …) rather
+    /// than the command's own error reply. Only the Lua debugger asks (it
+    /// logs the two differently, as Redis does).
+    fn last_call_refused(&self) -> bool {
+        false
+    }
+
     /// `redis.acl_check_cmd`: whether the calling user may run `args`;
     /// `None` when the command does not exist.
     fn acl_check(&mut self, args: Args<'_>) -> Option<bool>;

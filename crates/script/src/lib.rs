@@ -14,6 +14,7 @@
 //! * `api`: the `redis` table; `convert`: replies ↔ Lua values;
 //! * `eval`, `functions`: the two engines; `shebang`: `#!lua` lines;
 //! * `cjson`, `cmsgpack`, `bit`, `lstruct`: the bundled libraries;
+//! * `ldb`: the Lua debugger of `SCRIPT DEBUG`;
 //! * `host`, `reply`: the boundary types; `luaerr`, `numfmt`, `rand48`:
 //!   Lua/C behaviour the rest relies on.
 
@@ -27,6 +28,7 @@ mod convert;
 mod eval;
 mod functions;
 mod host;
+mod ldb;
 mod lstruct;
 mod luaerr;
 mod numfmt;
@@ -43,6 +45,7 @@ pub use convert::REPLY_DEPTH_LIMIT;
 pub use eval::EvalEngine;
 pub use functions::{FunctionEngine, FunctionInfo, Library};
 pub use host::{Host, Interrupt, LogLevel, ReplFlags};
+pub use ldb::DebugChannel;
 pub use reply::{Reply, ReplyParseError, MAX_PARSE_DEPTH};
 pub use shebang::{parse_script_shebang, ScriptFlags, Shebang};
 pub use vm::HOOK_INSTRUCTIONS;

@@ -211,6 +211,21 @@ impl Vm {
         })
     }
 
+    /// Switches between the ordinary count hook and the Lua debugger's
+    /// line hook (`SCRIPT DEBUG` runs: every line, plus a count event to
+    /// catch scripts that run too long without stopping).
+    pub(crate) fn set_debug_hook(&self, debugging: bool) {
+        if debugging {
+            let triggers = HookTriggers::new()
+                .every_line()
+                .every_nth_instruction(HOOK_INSTRUCTIONS);
+            self.lua
+                .set_hook(triggers, |lua, debug| crate::ldb::hook(lua, &debug));
+        } else {
+            install_hook(&self.lua);
+        }
+    }
+
     /// Bytes the Lua heap uses.
     pub(crate) fn used_memory(&self) -> usize {
         self.lua.used_memory()

@@ -1,5 +1,4 @@
-//! Connection commands: PING, ECHO, SELECT, QUIT, RESET, HELLO, AUTH, and
-//! cluster mode's READONLY and READWRITE (refused: no cluster support).
+//! Connection commands: PING, ECHO, SELECT, QUIT, RESET, HELLO, AUTH.
 
 use std::sync::atomic::Ordering;
 
@@ -39,20 +38,6 @@ pub const COMMANDS: &[CommandSpec] = &[
         hello,
     ),
     spec(
-        "readonly",
-        1,
-        FAST | LOADING | STALE,
-        KeySpec::None,
-        no_cluster,
-    ),
-    spec(
-        "readwrite",
-        1,
-        FAST | LOADING | STALE,
-        KeySpec::None,
-        no_cluster,
-    ),
-    spec(
         "auth",
         -2,
         NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | SENTINEL | ALLOW_BUSY,
@@ -77,13 +62,6 @@ fn ping(ctx: &mut Ctx<'_>, args: Args<'_>) {
             .out
             .error("ERR wrong number of arguments for 'ping' command"),
     }
-}
-
-/// READONLY / READWRITE: cluster commands, refused as Redis does when
-/// cluster support is off.
-fn no_cluster(ctx: &mut Ctx<'_>, _args: Args<'_>) {
-    ctx.out
-        .error("ERR This instance has cluster support disabled");
 }
 
 /// ECHO message.

@@ -1,5 +1,6 @@
-//! DUMP, RESTORE and MIGRATE (Redis's `cluster.c` serialisation commands):
-//! a value moved between servers as an RDB-encoded payload.
+//! DUMP, RESTORE (and RESTORE-ASKING) and MIGRATE (Redis's `cluster.c`
+//! serialisation commands): a value moved between servers as an
+//! RDB-encoded payload.
 //!
 //! The payload is the value's RDB type byte and encoding, the RDB version
 //! (two little-endian bytes) and a CRC64 of all that (eight bytes), so Vireo
@@ -21,6 +22,15 @@ use crate::net::outbound;
 pub const COMMANDS: &[CommandSpec] = &[
     spec("dump", 2, READONLY, KEY1, dump),
     spec("restore", -4, WRITE | DENYOOM, KEY1, restore),
+    // RESTORE as a cluster node sends it while migrating (Redis's table
+    // has it without cluster support too, and it runs as RESTORE).
+    spec(
+        "restore-asking",
+        -4,
+        WRITE | DENYOOM | ASKING,
+        KEY1,
+        restore,
+    ),
     spec("migrate", -6, WRITE, MIGRATE_KEYS, migrate),
 ];
 

@@ -10,6 +10,7 @@ pub mod aof;
 pub mod bitops;
 pub mod blocking;
 pub mod client;
+pub mod cluster;
 pub mod command;
 pub mod config;
 pub mod connection;
@@ -112,6 +113,9 @@ pub mod flags {
     /// command may lazily expire keys it did not name, and those deletions
     /// propagate one by one, never wrapped in MULTI/EXEC.
     pub const TOUCHES_ARBITRARY_KEYS: u32 = 1 << 21;
+    /// Redis's `asking` flag (RESTORE-ASKING): in a cluster the command
+    /// may reach a slot being imported. Shown by COMMAND INFO only.
+    pub const ASKING: u32 = 1 << 22;
 
     /// Flag bits with their COMMAND INFO names, in Redis's order.
     pub const NAMES: &[(u32, &str)] = &[
@@ -126,6 +130,7 @@ pub mod flags {
         (STALE, "stale"),
         (SKIP_MONITOR, "skip_monitor"),
         (SKIP_SLOWLOG, "skip_slowlog"),
+        (ASKING, "asking"),
         (FAST, "fast"),
         (NO_AUTH, "no_auth"),
         (MAY_REPLICATE, "may_replicate"),
@@ -381,6 +386,7 @@ impl Table {
             bitops::COMMANDS,
             blocking::COMMANDS,
             client::COMMANDS,
+            cluster::COMMANDS,
             command::COMMANDS,
             config::COMMANDS,
             connection::COMMANDS,

@@ -1,12 +1,14 @@
 //! EVAL, EVALSHA, their `_RO` forms, and SCRIPT (Redis's `eval.c`
-//! commands). The run itself is `exec::script`; this file parses arguments
-//! and words replies.
+//! commands). The run itself is `exec::script` (a SCRIPT DEBUG session's
+//! plumbing `exec::script_debug`); this file parses arguments and words
+//! replies.
 
 use vireo_resp::Args;
 
 use super::shared::reply_help;
 use super::{container, flags::*, is, spec, CommandSpec, Ctx, KeySpec};
 use crate::exec::script::{self as run, Kind};
+use crate::exec::script_debug::DebugMode;
 use crate::server::Server;
 
 /// Flags of EVAL, EVALSHA and FCALL (Redis 7.0's table), plus ours.
@@ -40,6 +42,7 @@ const fn script_spec(
 }
 
 const SUBS: &[CommandSpec] = &[
+    spec("script|debug", 3, NOSCRIPT, KeySpec::None, debug),
     spec("script|exists", -3, NOSCRIPT, KeySpec::None, exists),
     spec("script|flush", -2, NOSCRIPT, KeySpec::None, flush),
     spec("script|help", 2, LOADING | STALE, KeySpec::None, help),
@@ -82,6 +85,33 @@ fn evalsha(ctx: &mut Ctx<'_>, args: Args<'_>) {
 /// EVALSHA_RO: EVALSHA that refuses writes.
 fn evalsha_ro(ctx: &mut Ctx<'_>, args: Args<'_>) {
     run::run_command(ctx, args, Kind::EvalSha, true);
+}
+
+/// SCRIPT DEBUG YES|SYNC|NO: the debug mode of this client's next EVAL
+/// (see `exec::script_debug`).
+fn debug(ctx: &mut Ctx<'_>, args: Args<'_>) {
+    if !ctx.out.is_empty() {
+        return ctx
+            .out
+            .error("ERR SCRIPT DEBUG must be called outside a pipeline");
+    }
+    let mode = args.get(2);
+    let mode = if is(mode, "no") {
+        None
+    } else if is(mode, "yes") {
+        Some(DebugMode::Forked)
+    } else if is(mode, "sync") {
+        Some(DebugMode::Sync)
+    } else {
+        return ctx.out.error("ERR Use SCRIPT DEBUG YES/SYNC/NO");
+    };
+    if mode.is_some() && ctx.session.tls {
+        return ctx
+            .out
+            .error("ERR SCRIPT DEBUG is not supported on TLS connections");
+    }
+    ctx.session.script_debug = mode;
+    ctx.out.ok();
 }
 
 /// SCRIPT EXISTS sha1 [sha1 ...]
@@ -128,6 +158,8 @@ fn help(ctx: &mut Ctx<'_>, _args: Args<'_>) {
         ctx,
         "SCRIPT",
         &[
+            "DEBUG (YES|SYNC|NO)",
+            "    Run the next EVAL under the Lua debugger (SYNC keeps its writes, YES undoes them).",
             "EXISTS <sha1> [<sha1> ...]",
             "    Tell, for each SHA1, whether a script with it is in the script cache.",
             "FLUSH [ASYNC|SYNC]",

@@ -11,4 +11,5 @@ pub mod notify;
 pub mod pubsub;
 pub mod redact;
 pub mod script;
+pub mod script_debug;
 pub mod tracking;

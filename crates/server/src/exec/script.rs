@@ -62,6 +62,7 @@ use vireo_script::{
 
 use crate::cmd::{flags, Ctx, KeySpec};
 use crate::exec::dispatch;
+use crate::exec::script_debug::{self, DebugMode, SocketChannel};
 use crate::server::Server;
 
 /// Longest a script that already wrote waits for the shard of a key it
@@ -705,7 +706,14 @@ struct RunMode {
     allow_oom: bool,
     /// `maxmemory` was exceeded when the run started.
     oom_at_start: bool,
+    /// A SCRIPT DEBUG YES session: writes are undone when the run ends
+    /// and never propagated (see `exec::script_debug`).
+    forked_debug: bool,
 }
+
+/// The refusal, in a SCRIPT DEBUG YES session, of a write whose keys
+/// cannot be saved for undoing (FLUSHALL, SWAPDB, MOVE, COPY …).
+const FORKED_DEBUG_WRITE: &str = "ERR This write command can not be undone, so it is not allowed in a SCRIPT DEBUG YES session: use SCRIPT DEBUG SYNC";
 
 /// The server side of one script run.
 struct ScriptHost<'h, 'c> {
@@ -734,6 +742,11 @@ struct ScriptHost<'h, 'c> {
     name: String,
     /// Reply buffer the script's commands write into.
     scratch: ReplyBuf,
+    /// The last call was refused before running (for the Lua debugger).
+    refused: bool,
+    /// A SCRIPT DEBUG YES session's undo log: each key a write touched, as
+    /// it was before its first write (None: absent).
+    undo: Vec<(usize, Box<[u8]>, Option<vireo_store::Entry>)>,
 }
 
 impl ScriptHost<'_, '_> {
@@ -789,6 +802,9 @@ impl ScriptHost<'_, '_> {
             return Some("ERR This Redis command is not allowed from script".into());
         }
         let writes = spec.has(flags::WRITE);
+        if self.mode.forked_debug && writes && !undoable(spec) {
+            return Some(FORKED_DEBUG_WRITE.into());
+        }
         if self.mode.read_only && spec.has(flags::WRITE | flags::MAY_REPLICATE) {
             return Some("ERR Write commands are not allowed from read-only scripts.".into());
         }
@@ -819,7 +835,8 @@ impl ScriptHost<'_, '_> {
         std::mem::swap(ctx.out, &mut self.scratch);
         let deny_blocking = std::mem::replace(&mut ctx.deny_blocking, true);
         let in_script = std::mem::replace(&mut ctx.session.in_script, true);
-        let hidden_unit = (!self.repl.aof).then(|| std::mem::take(&mut ctx.session.aof_unit));
+        let hidden = !self.repl.aof || self.mode.forked_debug;
+        let hidden_unit = hidden.then(|| std::mem::take(&mut ctx.session.aof_unit));
         let dirty = ctx.dirty;
         dispatch::call(ctx, cmd, args);
         self.track_declared_keys(cmd.spec);
@@ -834,6 +851,39 @@ impl ScriptHost<'_, '_> {
         ctx.deny_blocking = deny_blocking;
         std::mem::swap(ctx.out, &mut self.scratch);
     }
+}
+
+impl ScriptHost<'_, '_> {
+    /// Saves, before a write in a SCRIPT DEBUG YES session, the keys it
+    /// names as they are (first write to each only).
+    fn save_for_undo(&mut self, spec: &crate::cmd::CommandSpec, args: Args<'_>) {
+        let db = self.ctx.db;
+        for i in spec.key_indices(args) {
+            let key = args.get(i);
+            if self.undo.iter().any(|(d, k, _)| *d == db && **k == *key) {
+                continue;
+            }
+            let before = self.ctx.keys.get_read_unreported(db, key).cloned();
+            self.undo.push((db, key.into(), before));
+        }
+    }
+
+    /// Puts back every key a SCRIPT DEBUG YES session wrote.
+    fn undo_writes(&mut self) {
+        for (db, key, before) in std::mem::take(&mut self.undo).into_iter().rev() {
+            self.ctx.keys.delete(db, &key);
+            if let Some(entry) = before {
+                self.ctx.keys.set_entry(db, &key, entry);
+            }
+        }
+    }
+}
+
+/// Whether a write can be undone from the keys its key specs name: not
+/// when it reaches the whole keyspace or keys of another database.
+fn undoable(spec: &crate::cmd::CommandSpec) -> bool {
+    matches!(spec.keys, KeySpec::Range { .. } | KeySpec::Custom { .. })
+        && !matches!(spec.name, "move" | "copy" | "swapdb")
 }
 
 impl ScriptHost<'_, '_> {
@@ -855,6 +905,9 @@ impl ScriptHost<'_, '_> {
 
 impl Host for ScriptHost<'_, '_> {
     fn call(&mut self, args: Args<'_>, resp: Protocol) -> Reply {
+        // Every early return below is a refusal; the command's own reply
+        // clears the mark.
+        self.refused = true;
         if self.restart {
             return Reply::Error(b"ERR script restarted".to_vec());
         }
@@ -890,6 +943,9 @@ impl Host for ScriptHost<'_, '_> {
         if cmd.spec.has(flags::WRITE) {
             self.wrote = true;
             self.slot.wrote.store(true, Ordering::Release);
+            if self.mode.forked_debug {
+                self.save_for_undo(cmd.spec, args);
+            }
         }
         if cmd
             .spec
@@ -898,10 +954,15 @@ impl Host for ScriptHost<'_, '_> {
             self.effects = true;
         }
         self.execute(cmd, args, resp);
+        self.refused = false;
         match Reply::parse(self.scratch.as_bytes()) {
             Ok((reply, _)) => reply,
             Err(_) => Reply::Error(b"ERR the command's reply could not be read".to_vec()),
         }
+    }
+
+    fn last_call_refused(&self) -> bool {
+        self.refused
     }
 
     fn acl_check(&mut self, args: Args<'_>) -> Option<bool> {
@@ -1032,6 +1093,61 @@ fn numkeys(ctx: &mut Ctx<'_>, args: Args<'_>, kind: Kind) -> Option<usize> {
 
 /// EVAL, EVALSHA, FCALL and their `_RO` forms.
 pub fn run_command(ctx: &mut Ctx<'_>, args: Args<'_>, kind: Kind, ro: bool) {
+    match ctx.session.script_debug {
+        Some(mode) if kind == Kind::Eval => run_debugged(ctx, args, ro, mode),
+        Some(_) if kind == Kind::EvalSha && args.get(1).len() == 40 => {
+            if ctx.server.monitor_count.load(Ordering::Relaxed) > 0 {
+                crate::exec::monitor::feed_monitors(ctx.server, ctx.session, ctx.db, args);
+            }
+            ctx.out
+                .error("ERR Please use EVAL instead of EVALSHA for debugging");
+        }
+        _ => run_with(ctx, args, kind, ro, None),
+    }
+}
+
+/// EVAL under the Lua debugger (after SCRIPT DEBUG YES|SYNC): see
+/// `exec::script_debug`; the connection closes once the script's reply is
+/// sent. (EVALSHA is refused in debug mode, as in Redis.)
+fn run_debugged(ctx: &mut Ctx<'_>, args: Args<'_>, ro: bool, mode: DebugMode) {
+    // What this client was sent before must reach it before the session.
+    let mut channel = SocketChannel::new(ctx.session.shared.fd);
+    if !ctx.out.is_empty() {
+        let _ = vireo_script::DebugChannel::write_all(&mut channel, ctx.out.as_bytes());
+        ctx.out.clear();
+    }
+    let limit = match ctx
+        .server
+        .config
+        .hot
+        .busy_reply_threshold
+        .load(Ordering::Relaxed)
+    {
+        0 => script_debug::DEFAULT_TIME_LIMIT,
+        ms => Duration::from_millis(ms),
+    };
+    let (start, end) = match mode {
+        DebugMode::Sync => ("synchronous", "ended"),
+        DebugMode::Forked => ("undoing (YES)", "ended, its writes undone"),
+    };
+    tracing::warn!("Redis {start} debugging eval session started");
+    run_with(
+        ctx,
+        args,
+        Kind::Eval,
+        ro,
+        Some((mode, Box::new(channel), limit)),
+    );
+    tracing::warn!("Redis debugging eval session {end}");
+    ctx.session.script_debug = None;
+    ctx.session.close_after_reply = true;
+}
+
+/// A debugging session's mode, the client's channel and the time limit.
+type Debugger = (DebugMode, Box<dyn vireo_script::DebugChannel>, Duration);
+
+/// Runs a script command, under the debugger when `debug` is given.
+fn run_with(ctx: &mut Ctx<'_>, args: Args<'_>, kind: Kind, ro: bool, debug: Option<Debugger>) {
     if ctx.server.monitor_count.load(Ordering::Relaxed) > 0 {
         // Redis feeds MONITOR here so the script's commands follow it.
         crate::exec::monitor::feed_monitors(ctx.server, ctx.session, ctx.db, args);
@@ -1059,7 +1175,14 @@ pub fn run_command(ctx: &mut Ctx<'_>, args: Args<'_>, kind: Kind, ro: bool) {
         if let Some(e) = prepare_error(server, &target.flags, ro) {
             return Err(e);
         }
-        run_target(ctx, engines, (kind, ro, args), &target, &keys, &argv);
+        run_target(
+            ctx,
+            engines,
+            (kind, ro, args),
+            &target,
+            (&keys, &argv),
+            debug,
+        );
         Ok(())
     });
     match result {
@@ -1150,8 +1273,8 @@ fn run_target(
     engines: &mut Engines,
     (kind, ro, args): (Kind, bool, Args<'_>),
     target: &Target,
-    keys: &[&[u8]],
-    argv: &[&[u8]],
+    (keys, argv): (&[&[u8]], &[&[u8]]),
+    mut debug: Option<Debugger>,
 ) {
     let server = ctx.server;
     let memo = match kind {
@@ -1163,17 +1286,21 @@ fn run_target(
     // just those, so a script that touches other keys never has to wait
     // for a lower shard after it wrote (see the module comment).
     let declared_only = server.scripts.declared_only.read().contains(&memo);
-    if !declared_only || engines.undeclared.contains(&memo) {
+    // A debugged script holds everything: it may stop for as long as its
+    // client wants, and must never have to start over.
+    if !declared_only || engines.undeclared.contains(&memo) || debug.is_some() {
         lock_everything(ctx);
     }
     let mode = RunMode {
         read_only: ro || (!target.flags.eval_compat_mode && target.flags.no_writes),
         allow_oom: !target.flags.eval_compat_mode && target.flags.allow_oom,
         oom_at_start: over_maxmemory(server),
+        forked_debug: matches!(debug, Some((DebugMode::Forked, ..))),
     };
     let slot = server.scripts.slot(ctx.session.shared.worker);
     let db = ctx.db;
     let session_db = ctx.session.db;
+    let (ready_before, dirty_before) = (ctx.ready.len(), ctx.dirty);
     loop {
         let mark = ctx.out.mark();
         let _guard = SlotGuard::enter(&server.scripts, slot, kind != Kind::Fcall);
@@ -1202,20 +1329,35 @@ fn run_target(
             timed_out: false,
             name: target.name.clone(),
             scratch: ReplyBuf::new(Protocol::Resp2),
+            refused: false,
+            undo: Vec::new(),
         };
         let mut out = ReplyBuf::new(host.ctx.out.protocol());
-        let result = match kind {
-            Kind::Eval | Kind::EvalSha => {
+        let result = match (kind, debug.take()) {
+            (Kind::Eval | Kind::EvalSha, Some((_, channel, limit))) => engines.eval.debug_evalsha(
+                &target.name,
+                (keys, argv),
+                &mut host,
+                (channel, limit),
+                &mut out,
+            ),
+            (Kind::Eval | Kind::EvalSha, None) => {
                 engines
                     .eval
                     .evalsha(target.name.as_bytes(), keys, argv, &mut host, &mut out)
             }
-            Kind::Fcall => {
+            (Kind::Fcall, _) => {
                 engines
                     .functions
                     .call(target.name.as_bytes(), keys, argv, &mut host, &mut out)
             }
         };
+        if host.mode.forked_debug {
+            host.undo_writes();
+            // Nothing happened: no blocked client may be served.
+            host.ctx.ready.truncate(ready_before);
+            host.ctx.dirty = dirty_before;
+        }
         let restart = host.restart;
         let strayed = host.strayed;
         drop(host);

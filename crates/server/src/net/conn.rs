@@ -221,7 +221,8 @@ pub struct Conn {
 
 impl Conn {
     /// Wraps an accepted socket.
-    pub fn new(stream: Stream, session: Session) -> Self {
+    pub fn new(stream: Stream, mut session: Session) -> Self {
+        session.tls = matches!(stream, Stream::Tls(_));
         Conn {
             stream,
             input: InputBuf::new(),

@@ -100,6 +100,11 @@ pub struct Session {
     /// The ACL user (None: the default user), kept in step with
     /// `shared.user`.
     pub user: Option<Arc<crate::security::users::UserHandle>>,
+    /// SCRIPT DEBUG YES/SYNC: this client's next EVAL runs under the Lua
+    /// debugger.
+    pub script_debug: Option<crate::exec::script_debug::DebugMode>,
+    /// The connection is TLS (the Lua debugger talks to plain sockets only).
+    pub tls: bool,
 }
 
 impl Session {
@@ -131,6 +136,8 @@ impl Session {
             error_counted: false,
             repl: Default::default(),
             user: None,
+            script_debug: None,
+            tls: false,
         }
     }
 

@@ -127,6 +127,14 @@ impl Raw {
             .collect()
     }
 
+    /// Reads one more reply (a command that answers twice, like the
+    /// Lua debugger's last step).
+    pub fn read_reply(&mut self) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.read_value(&mut out);
+        out
+    }
+
     fn line(&mut self, out: &mut Vec<u8>) -> Vec<u8> {
         let mut l = Vec::new();
         self.r.read_until(b'\n', &mut l).expect("read reply");
