@@ -423,7 +423,7 @@ static PARAMS: &[Param] = &[
     p("lfu-log-factor", NONNEG, "10"),
     p("lfu-decay-time", NONNEG, "1"),
     // TLS (accepted so configs carry over; Vireo has no TLS listener yet).
-    fixed("tls-port", int(0, 65535), "0"),
+    p("tls-port", int(0, 65535), "0"),
     p("tls-cert-file", S, ""),
     p("tls-key-file", S, ""),
     p("tls-key-file-pass", S, ""),

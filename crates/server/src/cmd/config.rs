@@ -131,7 +131,12 @@ fn apply_tls(
         return Ok(());
     };
     let names: Vec<&[u8]> = pairs.iter().map(|(n, _)| *n).collect();
-    let Err(reason) = ctx.server.tls.apply_config_set(&ctx.server.config, &names) else {
+    let applied = ctx
+        .server
+        .tls
+        .apply_config_set(&ctx.server.config, &names)
+        .and_then(|()| move_tls_port(ctx, &before));
+    let Err(reason) = applied else {
         return Ok(());
     };
     tracing::warn!(
@@ -147,6 +152,22 @@ fn apply_tls(
     Err(format!(
         "ERR CONFIG SET failed (possibly related to argument '{first}') - {reason}"
     ))
+}
+
+/// Listens on the new `tls-port` when CONFIG SET changed it (`before`
+/// holds the old values), as Redis's `applyTLSPort`; Err is the reason
+/// CONFIG SET gives when the port cannot be bound.
+fn move_tls_port(ctx: &Ctx<'_>, before: &[(String, String)]) -> Result<(), &'static str> {
+    let Some((_, old)) = before.iter().find(|(n, _)| n == "tls-port") else {
+        return Ok(());
+    };
+    let new = ctx.server.config.get_one("tls-port").unwrap_or_default();
+    if *old == new {
+        return Ok(());
+    }
+    let port = new.parse::<u16>().unwrap_or(0);
+    crate::net::listener::change_tls_port(ctx.server, port)
+        .map_err(|_| "Unable to listen on this port. Check server logs.")
 }
 
 /// CONFIG RESETSTAT: zeroes the statistics INFO reports (command, error,

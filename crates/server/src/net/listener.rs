@@ -3,15 +3,21 @@
 //! new connection to a worker in turn. A connection accepted on the TLS
 //! port is handed over with its handshake not yet begun: it runs on the
 //! worker, which never waits for it (`net/tls.rs`).
+//!
+//! CONFIG SET tls-port binds the new listeners on the caller's thread (so
+//! its reply can say whether that worked) and hands them over through
+//! [`Control`]; the acceptor adopts them and closes the old ones when its
+//! waker fires. Connections accepted before stay open, as in Redis.
 
 use std::io::{self, Write};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use mio::net::{TcpListener, UnixListener};
-use mio::{Events, Interest, Poll, Token, Waker};
+use mio::{Events, Interest, Poll, Registry, Token, Waker};
+use parking_lot::Mutex;
 use socket2::{Domain, Protocol, SockRef, Socket, TcpKeepalive, Type};
 
 use crate::net::conn::Stream;
@@ -21,6 +27,34 @@ use crate::security::tls::AuthClients;
 use crate::server::Server;
 
 const WAKER: Token = Token(usize::MAX);
+const UNIX: Token = Token(usize::MAX - 1);
+/// Tokens of the TLS listeners start here; the plaintext ones from 0.
+const FIRST_TLS: usize = 1 << 20;
+
+/// Listener changes requested while the server runs, for the acceptor.
+#[derive(Default)]
+pub struct Control {
+    /// TLS listeners bound for a new `tls-port` (empty: none), replacing
+    /// the acceptor's own.
+    new_tls: Mutex<Option<Vec<TcpListener>>>,
+    /// Wakes the acceptor to adopt them.
+    waker: OnceLock<Arc<Waker>>,
+}
+
+/// Makes `port` the TLS port: binds it on every `bind` address (0: no TLS
+/// listener) and has the acceptor swap its TLS listeners for these. On Err
+/// (already logged) the old listeners stay.
+pub fn change_tls_port(server: &Server, port: u16) -> io::Result<()> {
+    let listeners = match port {
+        0 => Vec::new(),
+        p => bind_port(server, p).inspect_err(|e| tracing::warn!("{e}"))?,
+    };
+    *server.listeners.new_tls.lock() = Some(listeners);
+    match server.listeners.waker.get() {
+        Some(waker) => waker.wake(),
+        None => Ok(()),
+    }
+}
 
 /// Listening sockets, bound before the server reports it is ready.
 pub struct Listeners {
@@ -131,32 +165,44 @@ fn bind_tcp(addr: SocketAddr, backlog: i32) -> io::Result<TcpListener> {
     Ok(TcpListener::from_std(sock.into()))
 }
 
-/// Creates the acceptor's poller and its wake-up handle (for shutdown).
-pub fn create_poll() -> io::Result<(Poll, Arc<Waker>)> {
+/// Creates the acceptor's poller and its wake-up handle (for shutdown and
+/// [`change_tls_port`]).
+pub fn create_poll(server: &Server) -> io::Result<(Poll, Arc<Waker>)> {
     let poll = Poll::new()?;
     let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+    let _ = server.listeners.waker.set(waker.clone());
     Ok((poll, waker))
+}
+
+/// Starts polling `listeners` for connections, the first with token
+/// `first`.
+fn register_all(registry: &Registry, listeners: &mut [TcpListener], first: usize) {
+    for (i, l) in listeners.iter_mut().enumerate() {
+        if let Err(e) = registry.register(l, Token(first + i), Interest::READABLE) {
+            tracing::error!("cannot poll listener: {e}");
+        }
+    }
+}
+
+/// Replaces the TLS listeners with those [`change_tls_port`] bound, if
+/// any; dropping the old ones closes them.
+fn adopt_new_tls(server: &Server, registry: &Registry, tls: &mut Vec<TcpListener>) {
+    let Some(mut new) = server.listeners.new_tls.lock().take() else {
+        return;
+    };
+    for l in tls.iter_mut() {
+        let _ = registry.deregister(l);
+    }
+    register_all(registry, &mut new, FIRST_TLS);
+    *tls = new;
 }
 
 /// Accepts connections until shutdown.
 pub fn run(server: Arc<Server>, mut listeners: Listeners, mut poll: Poll) {
-    for (i, l) in listeners.tcp.iter_mut().enumerate() {
-        if let Err(e) = poll.registry().register(l, Token(i), Interest::READABLE) {
-            tracing::error!("cannot poll listener: {e}");
-        }
-    }
-    let first_tls = listeners.tcp.len();
-    for (i, l) in listeners.tls.iter_mut().enumerate() {
-        if let Err(e) = poll
-            .registry()
-            .register(l, Token(first_tls + i), Interest::READABLE)
-        {
-            tracing::error!("cannot poll TLS listener: {e}");
-        }
-    }
-    let unix_token = Token(first_tls + listeners.tls.len());
+    register_all(poll.registry(), &mut listeners.tcp, 0);
+    register_all(poll.registry(), &mut listeners.tls, FIRST_TLS);
     if let Some(l) = listeners.unix.as_mut() {
-        let _ = poll.registry().register(l, unix_token, Interest::READABLE);
+        let _ = poll.registry().register(l, UNIX, Interest::READABLE);
     }
     let mut events = Events::with_capacity(64);
     let mut next_worker = 0usize;
@@ -170,10 +216,11 @@ pub fn run(server: Arc<Server>, mut listeners: Listeners, mut poll: Poll) {
         for ev in events.iter() {
             let t = ev.token();
             if t == WAKER {
+                adopt_new_tls(&server, poll.registry(), &mut listeners.tls);
                 continue;
             }
             loop {
-                let accepted = if t == unix_token {
+                let accepted = if t == UNIX {
                     match listeners.unix.as_ref().map(|l| l.accept()) {
                         Some(Ok((s, _))) => {
                             let path = server.config.unixsocket().unwrap_or_default();
@@ -182,8 +229,13 @@ pub fn run(server: Arc<Server>, mut listeners: Listeners, mut poll: Poll) {
                         Some(Err(e)) => Err(e),
                         None => break,
                     }
-                } else if t.0 >= first_tls {
-                    match listeners.tls[t.0 - first_tls].accept() {
+                } else if t.0 >= FIRST_TLS {
+                    // A listener closed by a port change may still have an
+                    // event in this batch.
+                    let Some(l) = listeners.tls.get(t.0 - FIRST_TLS) else {
+                        break;
+                    };
+                    match l.accept() {
                         Ok((s, peer)) => {
                             let local = s.local_addr().map(|a| a.to_string()).unwrap_or_default();
                             configure_tcp(&server, &s);
