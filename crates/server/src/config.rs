@@ -105,7 +105,7 @@ static PARAMS: &[Param] = &[
     // Network and general.
     fixed("bind", X, "127.0.0.1 -::1"),
     p("bind-source-addr", S, ""),
-    fixed("port", int(0, 65535), "6379"),
+    p("port", int(0, 65535), "6379"),
     fixed("tcp-backlog", NONNEG, "511"),
     fixed("unixsocket", S, ""),
     fixed("unixsocketperm", X, "0"),

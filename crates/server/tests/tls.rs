@@ -860,3 +860,42 @@ fn replica_follows_redis_server_over_tls() {
     });
     assert_eq!(common::dataset(master.port), common::dataset(replica.port));
 }
+
+/// CONFIG SET port moves the plaintext listener as tls-port moves the TLS
+/// one, and the old port is free when CONFIG SET replies: one port goes
+/// from TLS to plaintext and back (the suite's "switch between tcp and tls
+/// ports"); a port in use is refused with Redis's error.
+#[test]
+fn config_set_port_switches_a_port_between_tcp_and_tls() {
+    let pki = make_pki();
+    let (server, tls_port) = start_tls(&pki, &[]);
+    let mut con = server.conn();
+    let e = err(&mut con, &["CONFIG", "SET", "port", &tls_port.to_string()]);
+    assert!(
+        e.contains("CONFIG SET failed (possibly related to argument 'port') - Unable to listen on this port. Check server logs."),
+        "{e}"
+    );
+    ok(&mut con, &["CONFIG", "SET", "tls-port", "0"]);
+    ok(&mut con, &["CONFIG", "SET", "port", &tls_port.to_string()]);
+    assert!(common::answers_ping(tls_port));
+    assert!(TcpStream::connect(("127.0.0.1", server.port)).is_err());
+    let mut moved = redis::Client::open(format!("redis://127.0.0.1:{tls_port}/"))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    assert_eq!(
+        common::info_field(&mut moved, "tcp_port"),
+        tls_port.to_string()
+    );
+    ok(&mut moved, &["CONFIG", "SET", "port", "0"]);
+    ok(
+        &mut moved,
+        &["CONFIG", "SET", "tls-port", &tls_port.to_string()],
+    );
+    assert!(tls_answers(&pki, tls_port));
+    // The connection made on the plaintext port outlives its listener.
+    assert_eq!(
+        ok(&mut moved, &["PING"]),
+        redis::Value::SimpleString("PONG".into())
+    );
+}

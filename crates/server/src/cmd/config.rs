@@ -7,6 +7,7 @@ use vireo_resp::Args;
 
 use super::shared::reply_help;
 use super::{container, errors, flags::*, is, spec, CommandSpec, Ctx, KeySpec};
+use crate::net::listener::PortKind;
 
 const ADMIN_NS: u32 = ADMIN | NOSCRIPT | LOADING | STALE;
 
@@ -54,9 +55,13 @@ fn set(ctx: &mut Ctx<'_>, args: Args<'_>) {
         }
     }
     let tls_before = tls_values(ctx, &pairs);
+    let port_before = ctx.server.config.get_one("port").unwrap_or_default();
     match ctx.server.config.set(&pairs) {
         Ok(()) => {
             if let Err(e) = apply_tls(ctx, &pairs, tls_before) {
+                return ctx.out.error(&e);
+            }
+            if let Err(e) = move_port(ctx, &port_before) {
                 return ctx.out.error(&e);
             }
             ctx.server.apply_keyspace_config();
@@ -166,8 +171,31 @@ fn move_tls_port(ctx: &Ctx<'_>, before: &[(String, String)]) -> Result<(), &'sta
         return Ok(());
     }
     let port = new.parse::<u16>().unwrap_or(0);
-    crate::net::listener::change_tls_port(ctx.server, port)
-        .map_err(|_| "Unable to listen on this port. Check server logs.")
+    crate::net::listener::change_port(ctx.server, PortKind::Tls, port).map_err(|_| LISTEN_FAILED)
+}
+
+/// CONFIG SET's reason when a new port cannot be bound (Redis's
+/// `applyPort` and `applyTLSPort`).
+const LISTEN_FAILED: &str = "Unable to listen on this port. Check server logs.";
+
+/// Listens on the new `port` when CONFIG SET changed it (Redis's
+/// `applyPort`); when it cannot, the old value comes back and the reply
+/// says why.
+fn move_port(ctx: &Ctx<'_>, old: &str) -> Result<(), String> {
+    let new = ctx.server.config.get_one("port").unwrap_or_default();
+    if new == old {
+        return Ok(());
+    }
+    let port = new.parse::<u16>().unwrap_or(0);
+    if crate::net::listener::change_port(ctx.server, PortKind::Plain, port).is_ok() {
+        return Ok(());
+    }
+    if let Err(e) = ctx.server.config.set(&[(b"port", old.as_bytes())]) {
+        tracing::warn!("restoring port failed: {e}");
+    }
+    Err(format!(
+        "ERR CONFIG SET failed (possibly related to argument 'port') - {LISTEN_FAILED}"
+    ))
 }
 
 /// CONFIG RESETSTAT: zeroes the statistics INFO reports (command, error,

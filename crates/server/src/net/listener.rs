@@ -4,10 +4,13 @@
 //! port is handed over with its handshake not yet begun: it runs on the
 //! worker, which never waits for it (`net/tls.rs`).
 //!
-//! CONFIG SET tls-port binds the new listeners on the caller's thread (so
-//! its reply can say whether that worked) and hands them over through
-//! [`Control`]; the acceptor adopts them and closes the old ones when its
-//! waker fires. Connections accepted before stay open, as in Redis.
+//! CONFIG SET port / tls-port binds the new listeners on the caller's
+//! thread (so its reply can say whether that worked) and hands them over
+//! through [`Control`]; the acceptor adopts them and closes the old ones
+//! when its waker fires, and the caller waits for that, so the old port is
+//! free when CONFIG SET replies (the suite moves one port from TLS to
+//! plaintext and back). Connections accepted before stay open, as in
+//! Redis.
 
 use std::io::{self, Write};
 use std::net::{IpAddr, SocketAddr};
@@ -31,29 +34,60 @@ const UNIX: Token = Token(usize::MAX - 1);
 /// Tokens of the TLS listeners start here; the plaintext ones from 0.
 const FIRST_TLS: usize = 1 << 20;
 
+/// Which of the TCP ports a listener serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PortKind {
+    /// `port`: plaintext.
+    Plain,
+    /// `tls-port`.
+    Tls,
+}
+
 /// Listener changes requested while the server runs, for the acceptor.
 #[derive(Default)]
 pub struct Control {
-    /// TLS listeners bound for a new `tls-port` (empty: none), replacing
-    /// the acceptor's own.
+    /// Listeners bound for a new `port` (empty: none), replacing the
+    /// acceptor's plaintext ones.
+    new_plain: Mutex<Option<Vec<TcpListener>>>,
+    /// The same for `tls-port`.
     new_tls: Mutex<Option<Vec<TcpListener>>>,
     /// Wakes the acceptor to adopt them.
     waker: OnceLock<Arc<Waker>>,
 }
 
-/// Makes `port` the TLS port: binds it on every `bind` address (0: no TLS
-/// listener) and has the acceptor swap its TLS listeners for these. On Err
-/// (already logged) the old listeners stay.
-pub fn change_tls_port(server: &Server, port: u16) -> io::Result<()> {
+impl Control {
+    fn slot(&self, kind: PortKind) -> &Mutex<Option<Vec<TcpListener>>> {
+        match kind {
+            PortKind::Plain => &self.new_plain,
+            PortKind::Tls => &self.new_tls,
+        }
+    }
+}
+
+/// How long [`change_port`] waits for the acceptor to close the old
+/// listeners (it wakes at once; this bounds a stuck acceptor).
+const ADOPT_WAIT: Duration = Duration::from_secs(2);
+
+/// Makes `port` the `kind` port: binds it on every `bind` address (0: no
+/// listener), has the acceptor swap its listeners of that kind for these,
+/// and waits until it did (Redis's `changeListenPort`). On Err (already
+/// logged) the old listeners stay.
+pub fn change_port(server: &Server, kind: PortKind, port: u16) -> io::Result<()> {
     let listeners = match port {
         0 => Vec::new(),
         p => bind_port(server, p).inspect_err(|e| tracing::warn!("{e}"))?,
     };
-    *server.listeners.new_tls.lock() = Some(listeners);
-    match server.listeners.waker.get() {
-        Some(waker) => waker.wake(),
-        None => Ok(()),
+    let slot = server.listeners.slot(kind);
+    *slot.lock() = Some(listeners);
+    let Some(waker) = server.listeners.waker.get() else {
+        return Ok(());
+    };
+    waker.wake()?;
+    let deadline = std::time::Instant::now() + ADOPT_WAIT;
+    while slot.lock().is_some() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
     }
+    Ok(())
 }
 
 /// Listening sockets, bound before the server reports it is ready.
@@ -166,7 +200,7 @@ fn bind_tcp(addr: SocketAddr, backlog: i32) -> io::Result<TcpListener> {
 }
 
 /// Creates the acceptor's poller and its wake-up handle (for shutdown and
-/// [`change_tls_port`]).
+/// [`change_port`]).
 pub fn create_poll(server: &Server) -> io::Result<(Poll, Arc<Waker>)> {
     let poll = Poll::new()?;
     let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
@@ -184,17 +218,31 @@ fn register_all(registry: &Registry, listeners: &mut [TcpListener], first: usize
     }
 }
 
-/// Replaces the TLS listeners with those [`change_tls_port`] bound, if
-/// any; dropping the old ones closes them.
-fn adopt_new_tls(server: &Server, registry: &Registry, tls: &mut Vec<TcpListener>) {
-    let Some(mut new) = server.listeners.new_tls.lock().take() else {
-        return;
-    };
-    for l in tls.iter_mut() {
-        let _ = registry.deregister(l);
+/// Replaces listeners with those [`change_port`] bound, if any (dropping
+/// the old ones closes them), and keeps INFO's `tcp_port` right.
+fn adopt_new(server: &Server, registry: &Registry, listeners: &mut Listeners) {
+    for (kind, own, first) in [
+        (PortKind::Plain, &mut listeners.tcp, 0),
+        (PortKind::Tls, &mut listeners.tls, FIRST_TLS),
+    ] {
+        // Held while swapping: change_port's wait ends once the old
+        // listeners are closed.
+        let mut slot = server.listeners.slot(kind).lock();
+        let Some(mut new) = slot.take() else {
+            continue;
+        };
+        for l in own.iter_mut() {
+            let _ = registry.deregister(l);
+        }
+        register_all(registry, &mut new, first);
+        *own = new;
     }
-    register_all(registry, &mut new, FIRST_TLS);
-    *tls = new;
+    let bound = listeners.tcp.first().or(listeners.tls.first());
+    if let Some(addr) = bound.and_then(|l| l.local_addr().ok()) {
+        server
+            .bound_port
+            .store(u64::from(addr.port()), Ordering::Relaxed);
+    }
 }
 
 /// Accepts connections until shutdown.
@@ -216,7 +264,7 @@ pub fn run(server: Arc<Server>, mut listeners: Listeners, mut poll: Poll) {
         for ev in events.iter() {
             let t = ev.token();
             if t == WAKER {
-                adopt_new_tls(&server, poll.registry(), &mut listeners.tls);
+                adopt_new(&server, poll.registry(), &mut listeners);
                 continue;
             }
             loop {
@@ -247,7 +295,10 @@ pub fn run(server: Arc<Server>, mut listeners: Listeners, mut poll: Poll) {
                         Err(e) => Err(e),
                     }
                 } else {
-                    match listeners.tcp[t.0].accept() {
+                    let Some(l) = listeners.tcp.get(t.0) else {
+                        break;
+                    };
+                    match l.accept() {
                         Ok((s, peer)) => {
                             let local = s.local_addr().map(|a| a.to_string()).unwrap_or_default();
                             configure_tcp(&server, &s);
