@@ -870,11 +870,23 @@ fn config_set_port_switches_a_port_between_tcp_and_tls() {
     let pki = make_pki();
     let (server, tls_port) = start_tls(&pki, &[]);
     let mut con = server.conn();
-    let e = err(&mut con, &["CONFIG", "SET", "port", &tls_port.to_string()]);
+    // Refused, and the whole CONFIG SET rolled back, as Redis does.
+    let e = err(
+        &mut con,
+        &[
+            "CONFIG",
+            "SET",
+            "maxmemory",
+            "10000001",
+            "port",
+            &tls_port.to_string(),
+        ],
+    );
     assert!(
         e.contains("CONFIG SET failed (possibly related to argument 'port') - Unable to listen on this port. Check server logs."),
         "{e}"
     );
+    assert_eq!(common::info_field(&mut con, "maxmemory"), "0");
     ok(&mut con, &["CONFIG", "SET", "tls-port", "0"]);
     ok(&mut con, &["CONFIG", "SET", "port", &tls_port.to_string()]);
     assert!(common::answers_ping(tls_port));
