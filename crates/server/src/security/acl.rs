@@ -117,6 +117,9 @@ struct CommandFacts {
     docs: Vec<Option<&'static crate::cmd::docs::CommandDoc>>,
     /// How each command's keys are found, by id.
     key_plans: Vec<KeyPlan>,
+    /// Whether each command names channels that need permission (the
+    /// Pub/Sub commands of [`channel_args`]), so others skip that test.
+    names_channels: Vec<bool>,
 }
 
 /// One index-and-range key spec: (first index, last key, step, limit,
@@ -260,12 +263,18 @@ fn facts() -> &'static CommandFacts {
             .map(|s| crate::cmd::docs::doc(s.name))
             .collect();
         let key_plans = docs.iter().map(|d| KeyPlan::of(*d)).collect();
+        let names_channels = t
+            .all
+            .iter()
+            .map(|s| CHANNEL_COMMANDS.contains(&s.name))
+            .collect();
         CommandFacts {
             categories,
             children,
             top,
             docs,
             key_plans,
+            names_channels,
         }
     })
 }
@@ -537,7 +546,7 @@ impl Selector {
                 return Err(Denied::Key(pos));
             }
         }
-        if !self.all_channels {
+        if !self.all_channels && facts().names_channels[cmd.id] {
             for (pos, is_pattern) in channel_args(cmd, args) {
                 if !channel_in_list(&self.channels, args.get(pos), is_pattern) {
                     return Err(Denied::Channel(pos));
@@ -765,6 +774,15 @@ fn lookup_rule_command(name: &[u8]) -> Option<CmdRef> {
     }
     Some(cmd)
 }
+
+/// The commands [`channel_args`] finds channels in.
+const CHANNEL_COMMANDS: &[&str] = &[
+    "publish",
+    "spublish",
+    "subscribe",
+    "ssubscribe",
+    "psubscribe",
+];
 
 /// The channels a Pub/Sub command names that need permission, as
 /// (argument index, is a pattern); unsubscribing needs none.
@@ -1000,6 +1018,10 @@ impl User {
     /// the last key or channel none could match).
     pub fn check(&self, cmd: CmdRef, args: Args<'_>) -> Result<(), Denied> {
         let mut cache = KeyCache::default();
+        // Most users have no `(...)` selector: its denial is the answer.
+        if let [only] = self.selectors.as_slice() {
+            return only.check(cmd, args, &mut cache);
+        }
         let mut worst = Denied::Command;
         for s in &self.selectors {
             match s.check(cmd, args, &mut cache) {
