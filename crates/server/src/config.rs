@@ -105,7 +105,7 @@ static PARAMS: &[Param] = &[
     // Network and general.
     fixed("bind", X, "127.0.0.1 -::1"),
     p("bind-source-addr", S, ""),
-    fixed("port", int(0, 65535), "6379"),
+    p("port", int(0, 65535), "6379"),
     fixed("tcp-backlog", NONNEG, "511"),
     fixed("unixsocket", S, ""),
     fixed("unixsocketperm", X, "0"),
@@ -423,7 +423,7 @@ static PARAMS: &[Param] = &[
     p("lfu-log-factor", NONNEG, "10"),
     p("lfu-decay-time", NONNEG, "1"),
     // TLS (accepted so configs carry over; Vireo has no TLS listener yet).
-    fixed("tls-port", int(0, 65535), "0"),
+    p("tls-port", int(0, 65535), "0"),
     p("tls-cert-file", S, ""),
     p("tls-key-file", S, ""),
     p("tls-key-file-pass", S, ""),

@@ -128,7 +128,7 @@ pub fn start(server: Arc<Server>) -> std::io::Result<()> {
     if server.config.appendonly() || rdb::dump_wanted_at_startup(&server) {
         server.rdb.loading.store(true, Ordering::Release);
     }
-    let (accept_poll, accept_waker) = listener::create_poll()?;
+    let (accept_poll, accept_waker) = listener::create_poll(&server)?;
     let nworkers = server.worker_stats.len();
     let mut polls = Vec::new();
     let mut handles = Vec::new();

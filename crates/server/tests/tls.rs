@@ -379,8 +379,81 @@ fn config_set_reloads_certificates_and_refuses_bad_files() {
         tls_ping(&pki, port, &ClientOpts::default()).unwrap(),
         "+PONG\r\n"
     );
-    // tls-port is fixed, as `port` is here.
-    assert!(err(&mut con, &["CONFIG", "SET", "tls-port", "0"]).contains("immutable"));
+}
+
+/// Whether a TLS PING on `port` gets its PONG.
+fn tls_answers(pki: &Pki, port: u16) -> bool {
+    TcpStream::connect(("127.0.0.1", port)).is_ok()
+        && tls_ping(pki, port, &ClientOpts::default()).as_deref() == Ok("+PONG\r\n")
+}
+
+/// CONFIG SET tls-port moves the TLS listener (connections made before
+/// stay), refuses a port it cannot bind with Redis's error, closes it with
+/// 0, and configures TLS first on a server started without it.
+#[test]
+fn config_set_tls_port_moves_the_listener() {
+    let pki = make_pki();
+    let (server, old_port) = start_tls(&pki, &[]);
+    let mut con = server.conn();
+    let mut before = tls_connect(&pki, old_port, &ClientOpts::default());
+    assert_eq!(exchange(&mut before, b"PING\r\n").unwrap(), "+PONG\r\n");
+    let new_port = free_port();
+    ok(
+        &mut con,
+        &["CONFIG", "SET", "tls-port", &new_port.to_string()],
+    );
+    assert!(tls_answers(&pki, new_port));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(("127.0.0.1", old_port)).is_ok() {
+        assert!(Instant::now() < deadline, "the old TLS port still listens");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(exchange(&mut before, b"PING\r\n").unwrap(), "+PONG\r\n");
+    // A port in use (the plaintext one) is refused and nothing changes.
+    let e = err(
+        &mut con,
+        &["CONFIG", "SET", "tls-port", &server.port.to_string()],
+    );
+    assert!(
+        e.contains("CONFIG SET failed (possibly related to argument 'tls-port') - Unable to listen on this port. Check server logs."),
+        "{e}"
+    );
+    let got: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("tls-port")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(got[1], new_port.to_string());
+    assert!(tls_answers(&pki, new_port));
+    ok(&mut con, &["CONFIG", "SET", "tls-port", "0"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(("127.0.0.1", new_port)).is_ok() {
+        assert!(Instant::now() < deadline, "tls-port 0 still listens");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    // A server without TLS: the port needs a certificate first.
+    let plain = Server::start(&[]);
+    let mut pc = plain.conn();
+    let port = free_port().to_string();
+    let e = err(&mut pc, &["CONFIG", "SET", "tls-port", &port]);
+    assert!(e.contains("Unable to update TLS configuration"), "{e}");
+    assert!(TcpStream::connect(("127.0.0.1", port.parse::<u16>().unwrap())).is_err());
+    ok(
+        &mut pc,
+        &[
+            "CONFIG",
+            "SET",
+            "tls-cert-file",
+            &pki.path("server.crt"),
+            "tls-key-file",
+            &pki.path("server.key"),
+            "tls-ca-cert-file",
+            &pki.path("ca.crt"),
+        ],
+    );
+    ok(&mut pc, &["CONFIG", "SET", "tls-port", &port]);
+    assert!(tls_answers(&pki, port.parse().unwrap()));
 }
 
 #[test]
@@ -623,4 +696,218 @@ fn replica_link_over_tls_gets_sync_and_stream() {
     let mut plain = server.conn();
     ok(&mut plain, &["SET", "over-tls", "yes"]);
     read_until(&mut got, b"over-tls");
+}
+
+/// Waits up to twenty seconds for `f`.
+fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The arguments that give a server `pki`'s client identity for its
+/// outgoing links.
+fn client_identity(pki: &Pki) -> [String; 4] {
+    [
+        "--tls-client-cert-file".into(),
+        pki.path("client.crt"),
+        "--tls-client-key-file".into(),
+        pki.path("client.key"),
+    ]
+}
+
+/// Starts a TLS server whose outgoing links use `pki`'s client certificate,
+/// with `extra` arguments; returns it, its TLS port and its log file.
+fn start_outgoing(pki: &Pki, extra: &[&str]) -> (Server, u16, PathBuf) {
+    let log = fresh_dir().join("vireo.log");
+    let identity = client_identity(pki);
+    let mut args: Vec<&str> = identity.iter().map(String::as_str).collect();
+    args.extend_from_slice(&["--logfile", log.to_str().unwrap()]);
+    args.extend_from_slice(extra);
+    let (server, port) = start_tls(pki, &args);
+    (server, port, log)
+}
+
+fn get(con: &mut redis::Connection, key: &str) -> Option<String> {
+    redis::cmd("GET").arg(key).query(con).unwrap()
+}
+
+/// With `tls-replication yes` a Vireo replica follows a Vireo master on its
+/// TLS port (the master requiring client certificates): full sync, then
+/// the stream; the master lists the replica at its TLS port, as Redis's
+/// replica announces it.
+#[test]
+fn replica_follows_a_master_over_tls() {
+    let pki = make_pki();
+    let (master, master_tls, _) = start_outgoing(&pki, &[]);
+    let mut mc = master.conn();
+    ok(&mut mc, &["SET", "before", "1"]);
+    let (replica, replica_tls, _) = start_outgoing(&pki, &["--tls-replication", "yes"]);
+    let mut rc = replica.conn();
+    ok(
+        &mut rc,
+        &["REPLICAOF", "127.0.0.1", &master_tls.to_string()],
+    );
+    eventually("the link over TLS", || {
+        common::info_field(&mut rc, "master_link_status") == "up"
+    });
+    assert_eq!(get(&mut rc, "before").as_deref(), Some("1"));
+    ok(&mut mc, &["SET", "after", "2"]);
+    eventually("the stream over TLS", || {
+        get(&mut rc, "after").as_deref() == Some("2")
+    });
+    let slave = common::info_field(&mut mc, "slave0");
+    assert!(slave.contains(&format!("port={replica_tls},")), "{slave}");
+}
+
+/// A replica that cannot verify its master's certificate (another CA)
+/// never syncs, and logs why as Redis does.
+#[test]
+fn replica_refuses_a_master_it_cannot_verify() {
+    let pki = make_pki();
+    let other = make_pki();
+    let (master, master_tls, _) = start_outgoing(&pki, &[]);
+    let (replica, _, log) = start_outgoing(&other, &["--tls-replication", "yes"]);
+    let mut rc = replica.conn();
+    ok(
+        &mut rc,
+        &["REPLICAOF", "127.0.0.1", &master_tls.to_string()],
+    );
+    eventually("the failed handshake in the log", || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("Error condition on socket for SYNC:")
+    });
+    assert_eq!(common::info_field(&mut rc, "master_link_status"), "down");
+    assert_eq!(
+        common::info_field(&mut master.conn(), "connected_slaves"),
+        "0"
+    );
+}
+
+/// With `tls-cluster yes`, MIGRATE opens its connection with TLS (Redis
+/// 7.0's rule); a target that does not speak TLS fails as unreachable.
+#[test]
+fn migrate_speaks_tls_with_tls_cluster() {
+    let pki = make_pki();
+    let (target, target_tls, _) = start_outgoing(&pki, &[]);
+    let (source, _, _) = start_outgoing(&pki, &["--tls-cluster", "yes"]);
+    let mut sc = source.conn();
+    ok(&mut sc, &["SET", "moving", "v"]);
+    let tls_port = target_tls.to_string();
+    ok(
+        &mut sc,
+        &["MIGRATE", "127.0.0.1", &tls_port, "moving", "0", "5000"],
+    );
+    assert_eq!(get(&mut target.conn(), "moving").as_deref(), Some("v"));
+    assert_eq!(get(&mut sc, "moving"), None);
+    // The cached connection carries the next one.
+    ok(&mut sc, &["SET", "second", "w"]);
+    ok(
+        &mut sc,
+        &["MIGRATE", "127.0.0.1", &tls_port, "second", "0", "5000"],
+    );
+    assert_eq!(get(&mut target.conn(), "second").as_deref(), Some("w"));
+    ok(&mut sc, &["SET", "stays", "x"]);
+    let plain_port = target.port.to_string();
+    let e = err(
+        &mut sc,
+        &["MIGRATE", "127.0.0.1", &plain_port, "stays", "0", "2000"],
+    );
+    assert!(e.contains("IOERR error or timeout connecting"), "{e}");
+    assert_eq!(get(&mut sc, "stays").as_deref(), Some("x"));
+}
+
+/// A Vireo replica of a real redis-server over TLS (Debian's build has
+/// TLS); skipped without redis-server.
+#[test]
+fn replica_follows_redis_server_over_tls() {
+    if !common::diff::redis_server_available() {
+        return;
+    }
+    let pki = make_pki();
+    let redis_tls = free_port();
+    let master = common::diff::start_redis_with(&[
+        "--tls-port",
+        &redis_tls.to_string(),
+        "--tls-cert-file",
+        &pki.path("server.crt"),
+        "--tls-key-file",
+        &pki.path("server.key"),
+        "--tls-ca-cert-file",
+        &pki.path("ca.crt"),
+        "--tls-replication",
+        "yes",
+        "--repl-diskless-sync-delay",
+        "0",
+    ]);
+    let mut mc = redis::Client::open(format!("redis://127.0.0.1:{}/", master.port))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    ok(&mut mc, &["HSET", "h", "a", "1"]);
+    let (replica, _, _) = start_outgoing(&pki, &["--tls-replication", "yes"]);
+    let mut rc = replica.conn();
+    ok(&mut rc, &["REPLICAOF", "127.0.0.1", &redis_tls.to_string()]);
+    eventually("the link to redis-server over TLS", || {
+        common::info_field(&mut rc, "master_link_status") == "up"
+    });
+    ok(&mut mc, &["SET", "streamed", "yes"]);
+    eventually("redis-server's stream over TLS", || {
+        get(&mut rc, "streamed").as_deref() == Some("yes")
+    });
+    assert_eq!(common::dataset(master.port), common::dataset(replica.port));
+}
+
+/// CONFIG SET port moves the plaintext listener as tls-port moves the TLS
+/// one, and the old port is free when CONFIG SET replies: one port goes
+/// from TLS to plaintext and back (the suite's "switch between tcp and tls
+/// ports"); a port in use is refused with Redis's error.
+#[test]
+fn config_set_port_switches_a_port_between_tcp_and_tls() {
+    let pki = make_pki();
+    let (server, tls_port) = start_tls(&pki, &[]);
+    let mut con = server.conn();
+    // Refused, and the whole CONFIG SET rolled back, as Redis does.
+    let e = err(
+        &mut con,
+        &[
+            "CONFIG",
+            "SET",
+            "maxmemory",
+            "10000001",
+            "port",
+            &tls_port.to_string(),
+        ],
+    );
+    assert!(
+        e.contains("CONFIG SET failed (possibly related to argument 'port') - Unable to listen on this port. Check server logs."),
+        "{e}"
+    );
+    assert_eq!(common::info_field(&mut con, "maxmemory"), "0");
+    ok(&mut con, &["CONFIG", "SET", "tls-port", "0"]);
+    ok(&mut con, &["CONFIG", "SET", "port", &tls_port.to_string()]);
+    assert!(common::answers_ping(tls_port));
+    assert!(TcpStream::connect(("127.0.0.1", server.port)).is_err());
+    let mut moved = redis::Client::open(format!("redis://127.0.0.1:{tls_port}/"))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    assert_eq!(
+        common::info_field(&mut moved, "tcp_port"),
+        tls_port.to_string()
+    );
+    ok(&mut moved, &["CONFIG", "SET", "port", "0"]);
+    ok(
+        &mut moved,
+        &["CONFIG", "SET", "tls-port", &tls_port.to_string()],
+    );
+    assert!(tls_answers(&pki, tls_port));
+    // The connection made on the plaintext port outlives its listener.
+    assert_eq!(
+        ok(&mut moved, &["PING"]),
+        redis::Value::SimpleString("PONG".into())
+    );
 }

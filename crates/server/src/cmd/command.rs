@@ -601,7 +601,7 @@ pub fn find_keys(
         .any(|ks| ks.flags & keyflags::VARIABLE_FLAGS != 0)
     {
         for k in &mut keys {
-            k.1 = variable_key_flags(spec.name, line).unwrap_or(k.1);
+            k.1 = variable_key_flags(spec.name, line.len(), |i| line[i]).unwrap_or(k.1);
         }
     }
     Some(keys)
@@ -609,13 +609,19 @@ pub fn find_keys(
 
 /// Key flags of commands whose key specs say `variable_flags`: SET reads
 /// the old value only with GET.
-pub fn variable_key_flags(name: &str, line: &[&[u8]]) -> Option<u32> {
+/// The line is `argc` arguments read through `arg`, so the ACL check can
+/// pass its request buffer without collecting it.
+pub fn variable_key_flags<'a>(
+    name: &str,
+    argc: usize,
+    arg: impl Fn(usize) -> &'a [u8],
+) -> Option<u32> {
     match name {
-        "set" if line.iter().skip(3).any(|a| is(a, "get")) => {
+        "set" if (3..argc).any(|i| is(arg(i), "get")) => {
             Some(keyflags::RW | keyflags::ACCESS | keyflags::UPDATE)
         }
         "set" => Some(keyflags::OW | keyflags::UPDATE),
-        "bitfield" if bitfield_reads_only(line) => Some(keyflags::RO | keyflags::ACCESS),
+        "bitfield" if bitfield_reads_only(argc, arg) => Some(keyflags::RO | keyflags::ACCESS),
         "bitfield" => Some(keyflags::RW | keyflags::ACCESS | keyflags::UPDATE),
         _ => None,
     }
@@ -623,11 +629,11 @@ pub fn variable_key_flags(name: &str, line: &[&[u8]]) -> Option<u32> {
 
 /// True when BITFIELD's operations are all GETs (Redis's
 /// `bitfieldGetKeys`: anything it cannot read counts as a write).
-fn bitfield_reads_only(line: &[&[u8]]) -> bool {
+fn bitfield_reads_only<'a>(argc: usize, arg: impl Fn(usize) -> &'a [u8]) -> bool {
     let mut i = 2;
-    while i < line.len() {
-        let more = line.len() - i - 1;
-        let op = line[i];
+    while i < argc {
+        let more = argc - i - 1;
+        let op = arg(i);
         if is(op, "get") && more >= 2 {
             i += 3;
         } else if is(op, "overflow") && more >= 1 {

@@ -7,6 +7,7 @@ use vireo_resp::Args;
 
 use super::shared::reply_help;
 use super::{container, errors, flags::*, is, spec, CommandSpec, Ctx, KeySpec};
+use crate::net::listener::PortKind;
 
 const ADMIN_NS: u32 = ADMIN | NOSCRIPT | LOADING | STALE;
 
@@ -54,9 +55,13 @@ fn set(ctx: &mut Ctx<'_>, args: Args<'_>) {
         }
     }
     let tls_before = tls_values(ctx, &pairs);
+    let all_before = values_of(ctx, &pairs, |_| true);
     match ctx.server.config.set(&pairs) {
         Ok(()) => {
             if let Err(e) = apply_tls(ctx, &pairs, tls_before) {
+                return ctx.out.error(&e);
+            }
+            if let Err(e) = move_port(ctx, &all_before) {
                 return ctx.out.error(&e);
             }
             ctx.server.apply_keyspace_config();
@@ -112,10 +117,20 @@ fn protected_allowed(ctx: &Ctx<'_>) -> bool {
 /// The current values of the TLS parameters among `pairs`, to restore if
 /// the new ones do not load.
 fn tls_values(ctx: &Ctx<'_>, pairs: &[(&[u8], &[u8])]) -> Vec<(String, String)> {
+    values_of(ctx, pairs, crate::security::tls::applied_by_configure)
+}
+
+/// The current values of the parameters among `pairs` that `wanted`
+/// selects (by lower-case name), to restore if applying new ones fails.
+fn values_of(
+    ctx: &Ctx<'_>,
+    pairs: &[(&[u8], &[u8])],
+    wanted: impl Fn(&str) -> bool,
+) -> Vec<(String, String)> {
     pairs
         .iter()
         .map(|(n, _)| String::from_utf8_lossy(n).to_ascii_lowercase())
-        .filter(|n| crate::security::tls::applied_by_configure(n))
+        .filter(|n| wanted(n))
         .filter_map(|n| ctx.server.config.get_one(&n).map(|v| (n, v)))
         .collect()
 }
@@ -131,7 +146,12 @@ fn apply_tls(
         return Ok(());
     };
     let names: Vec<&[u8]> = pairs.iter().map(|(n, _)| *n).collect();
-    let Err(reason) = ctx.server.tls.apply_config_set(&ctx.server.config, &names) else {
+    let applied = ctx
+        .server
+        .tls
+        .apply_config_set(&ctx.server.config, &names)
+        .and_then(|()| move_tls_port(ctx, &before));
+    let Err(reason) = applied else {
         return Ok(());
     };
     tracing::warn!(
@@ -146,6 +166,53 @@ fn apply_tls(
     }
     Err(format!(
         "ERR CONFIG SET failed (possibly related to argument '{first}') - {reason}"
+    ))
+}
+
+/// Listens on the new `tls-port` when CONFIG SET changed it (`before`
+/// holds the old values), as Redis's `applyTLSPort`; Err is the reason
+/// CONFIG SET gives when the port cannot be bound.
+fn move_tls_port(ctx: &Ctx<'_>, before: &[(String, String)]) -> Result<(), &'static str> {
+    let Some((_, old)) = before.iter().find(|(n, _)| n == "tls-port") else {
+        return Ok(());
+    };
+    let new = ctx.server.config.get_one("tls-port").unwrap_or_default();
+    if *old == new {
+        return Ok(());
+    }
+    let port = new.parse::<u16>().unwrap_or(0);
+    crate::net::listener::change_port(ctx.server, PortKind::Tls, port).map_err(|_| LISTEN_FAILED)
+}
+
+/// CONFIG SET's reason when a new port cannot be bound (Redis's
+/// `applyPort` and `applyTLSPort`).
+const LISTEN_FAILED: &str = "Unable to listen on this port. Check server logs.";
+
+/// Listens on the new `port` when CONFIG SET changed it (Redis's
+/// `applyPort`); when it cannot, every parameter of the CONFIG SET gets its
+/// old value back (`before`), as Redis rolls the whole command back, and
+/// the reply says why.
+fn move_port(ctx: &Ctx<'_>, before: &[(String, String)]) -> Result<(), String> {
+    let Some((_, old)) = before.iter().find(|(n, _)| n == "port") else {
+        return Ok(());
+    };
+    let new = ctx.server.config.get_one("port").unwrap_or_default();
+    if new == *old {
+        return Ok(());
+    }
+    let port = new.parse::<u16>().unwrap_or(0);
+    if crate::net::listener::change_port(ctx.server, PortKind::Plain, port).is_ok() {
+        return Ok(());
+    }
+    let old: Vec<(&[u8], &[u8])> = before
+        .iter()
+        .map(|(n, v)| (n.as_bytes(), v.as_bytes()))
+        .collect();
+    if let Err(e) = ctx.server.config.set(&old) {
+        tracing::warn!("restoring the settings failed: {e}");
+    }
+    Err(format!(
+        "ERR CONFIG SET failed (possibly related to argument 'port') - {LISTEN_FAILED}"
     ))
 }
 

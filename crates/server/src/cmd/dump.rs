@@ -34,6 +34,10 @@ pub const COMMANDS: &[CommandSpec] = &[
     spec("migrate", -6, WRITE, MIGRATE_KEYS, migrate),
 ];
 
+/// MIGRATE's reply when the target cannot be reached (or the TLS handshake
+/// with it fails).
+const CONNECT_FAILED: &str = "IOERR error or timeout connecting to the client";
+
 /// MIGRATE's keys: argument 3, or everything after KEYS when it is empty.
 const MIGRATE_KEYS: KeySpec = KeySpec::Custom {
     first: 3,
@@ -167,15 +171,20 @@ fn migrate(ctx: &mut Ctx<'_>, args: Args<'_>) {
         return ctx.out.simple("NOKEY");
     }
     let (host, port) = (text(args.get(1)), text(args.get(2)));
+    // With tls-cluster, MIGRATE speaks TLS (Redis 7.0's migrateGetSocket).
+    let tls = if ctx.server.config.flag("tls-cluster") {
+        match ctx.server.tls.client_config() {
+            Some(c) => Some(c),
+            None => return ctx.out.error(CONNECT_FAILED),
+        }
+    } else {
+        None
+    };
     let mut retried = false;
     loop {
-        let mut conn = match outbound::take(&host, &port, timeout) {
+        let mut conn = match outbound::take(&host, &port, timeout, tls.clone()) {
             Ok(c) => c,
-            Err(_) => {
-                return ctx
-                    .out
-                    .error("IOERR error or timeout connecting to the client")
-            }
+            Err(_) => return ctx.out.error(CONNECT_FAILED),
         };
         match migrate_exchange(&mut conn, &o, dbid, &found) {
             Ok(acked) => {

@@ -1,20 +1,25 @@
-//! A client connection handed to threads of its own, in blocking I/O (a
-//! replica's link after SYNC or PSYNC): a plain socket, or the socket with
-//! the TLS session it was accepted with.
+//! A connection to another server in blocking I/O: a replica's link after
+//! SYNC or PSYNC (on the master, two threads), the replica's own link to
+//! its master, or a MIGRATE connection. It is a plain socket, or the socket
+//! with a TLS session: the one a client was accepted with, or one this
+//! server opened as a client ([`Link::connect_tls`], for `tls-replication`
+//! and `tls-cluster`).
 //!
-//! Two threads use a link at once, one reading and one writing, through
-//! `&Link`. A TLS session is one state machine for both directions, so it
-//! sits behind a mutex: the reader waits for socket bytes without holding
-//! it and locks only to decrypt them; the writer holds it while it
-//! encrypts and sends, which also keeps records from the two threads
-//! (an alert, a key update) from interleaving on the socket.
+//! Two threads may use a link at once, one reading and one writing,
+//! through `&Link`. A TLS session is one state machine for both directions,
+//! so it sits behind a mutex: the reader waits for socket bytes without
+//! holding it and locks only to decrypt them; the writer holds it while it
+//! encrypts and sends, which also keeps records from the two threads (an
+//! alert, a key update) from interleaving on the socket.
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
+use std::sync::Arc;
 
 use parking_lot::Mutex;
-use rustls::ServerConnection;
-use socket2::Socket;
+use rustls::pki_types::ServerName;
+use rustls::{ClientConfig, ClientConnection, Connection};
+use socket2::{SockRef, Socket};
 
 /// Bytes read from the socket per TLS read.
 const TLS_READ_CHUNK: usize = 16 * 1024;
@@ -28,31 +33,57 @@ pub enum Link {
 /// The TLS half of [`Link`].
 pub struct TlsLink {
     sock: TcpStream,
-    session: Mutex<ServerConnection>,
+    session: Mutex<Connection>,
 }
 
 impl Link {
-    /// A TLS link on `sock` (made blocking) continuing `session`.
-    pub fn tls(sock: TcpStream, session: ServerConnection) -> io::Result<Link> {
+    /// A TLS link on `sock` (made blocking) continuing `session`, a server
+    /// or client one.
+    pub fn tls(sock: TcpStream, session: impl Into<Connection>) -> io::Result<Link> {
         sock.set_nonblocking(false)?;
         Ok(Link::Tls(Box::new(TlsLink {
             sock,
-            session: Mutex::new(session),
+            session: Mutex::new(session.into()),
         })))
+    }
+
+    /// A plain link on a connected socket.
+    pub fn plain(sock: TcpStream) -> Link {
+        Link::Plain(Socket::from(sock))
+    }
+
+    /// Opens TLS as a client on the connected `sock` and completes the
+    /// handshake within the socket's timeouts. `host` names the server for
+    /// SNI; a name rustls cannot carry (not a DNS name or an address) is
+    /// sent as `localhost`, which is harmless since outgoing links check the
+    /// peer's chain and not its name (`security/tls.rs`, as Redis).
+    pub fn connect_tls(sock: TcpStream, config: Arc<ClientConfig>, host: &str) -> io::Result<Link> {
+        let name = ServerName::try_from(host.to_string())
+            .unwrap_or_else(|_| ServerName::try_from("localhost").expect("valid name"));
+        let mut session = ClientConnection::new(config, name).map_err(io::Error::other)?;
+        while session.is_handshaking() {
+            session.complete_io(&mut &sock)?;
+        }
+        Link::tls(sock, session)
+    }
+
+    /// The socket underneath (addresses, timeouts, descriptor).
+    pub fn socket(&self) -> SockRef<'_> {
+        match self {
+            Link::Plain(s) => SockRef::from(s),
+            Link::Tls(t) => SockRef::from(&t.sock),
+        }
     }
 
     /// Shuts the socket down, which ends a read or write blocked on it.
     pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
-        match self {
-            Link::Plain(s) => s.shutdown(how),
-            Link::Tls(t) => t.sock.shutdown(how),
-        }
+        self.socket().shutdown(how)
     }
 }
 
 impl TlsLink {
     /// Sends every record the session has ready; the caller holds the lock.
-    fn send_records(&self, session: &mut ServerConnection) -> io::Result<()> {
+    fn send_records(&self, session: &mut Connection) -> io::Result<()> {
         while session.wants_write() {
             session.write_tls(&mut &self.sock)?;
         }
@@ -109,6 +140,44 @@ impl Write for &Link {
             Link::Plain(s) => (&*s).write(buf),
             Link::Tls(t) => t.write(buf),
         }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Read for Link {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        (&*self).read(buf)
+    }
+}
+
+impl Write for Link {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        (&*self).write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A link owned by more than one holder (a reader and a writer, and a
+/// handle to shut it down from another thread), read and written as a
+/// stream.
+#[derive(Clone)]
+pub struct SharedLink(pub Arc<Link>);
+
+impl Read for SharedLink {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        (&*self.0).read(buf)
+    }
+}
+
+impl Write for SharedLink {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        (&*self.0).write(buf)
     }
 
     fn flush(&mut self) -> io::Result<()> {

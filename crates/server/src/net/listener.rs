@@ -3,15 +3,24 @@
 //! new connection to a worker in turn. A connection accepted on the TLS
 //! port is handed over with its handshake not yet begun: it runs on the
 //! worker, which never waits for it (`net/tls.rs`).
+//!
+//! CONFIG SET port / tls-port binds the new listeners on the caller's
+//! thread (so its reply can say whether that worked) and hands them over
+//! through [`Control`]; the acceptor adopts them and closes the old ones
+//! when its waker fires, and the caller waits for that, so the old port is
+//! free when CONFIG SET replies (the suite moves one port from TLS to
+//! plaintext and back). Connections accepted before stay open, as in
+//! Redis.
 
 use std::io::{self, Write};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use mio::net::{TcpListener, UnixListener};
-use mio::{Events, Interest, Poll, Token, Waker};
+use mio::{Events, Interest, Poll, Registry, Token, Waker};
+use parking_lot::Mutex;
 use socket2::{Domain, Protocol, SockRef, Socket, TcpKeepalive, Type};
 
 use crate::net::conn::Stream;
@@ -21,6 +30,65 @@ use crate::security::tls::AuthClients;
 use crate::server::Server;
 
 const WAKER: Token = Token(usize::MAX);
+const UNIX: Token = Token(usize::MAX - 1);
+/// Tokens of the TLS listeners start here; the plaintext ones from 0.
+const FIRST_TLS: usize = 1 << 20;
+
+/// Which of the TCP ports a listener serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PortKind {
+    /// `port`: plaintext.
+    Plain,
+    /// `tls-port`.
+    Tls,
+}
+
+/// Listener changes requested while the server runs, for the acceptor.
+#[derive(Default)]
+pub struct Control {
+    /// Listeners bound for a new `port` (empty: none), replacing the
+    /// acceptor's plaintext ones.
+    new_plain: Mutex<Option<Vec<TcpListener>>>,
+    /// The same for `tls-port`.
+    new_tls: Mutex<Option<Vec<TcpListener>>>,
+    /// Wakes the acceptor to adopt them.
+    waker: OnceLock<Arc<Waker>>,
+}
+
+impl Control {
+    fn slot(&self, kind: PortKind) -> &Mutex<Option<Vec<TcpListener>>> {
+        match kind {
+            PortKind::Plain => &self.new_plain,
+            PortKind::Tls => &self.new_tls,
+        }
+    }
+}
+
+/// How long [`change_port`] waits for the acceptor to close the old
+/// listeners (it wakes at once; this bounds a stuck acceptor).
+const ADOPT_WAIT: Duration = Duration::from_secs(2);
+
+/// Makes `port` the `kind` port: binds it on every `bind` address (0: no
+/// listener), has the acceptor swap its listeners of that kind for these,
+/// and waits until it did (Redis's `changeListenPort`). On Err (already
+/// logged) the old listeners stay.
+pub fn change_port(server: &Server, kind: PortKind, port: u16) -> io::Result<()> {
+    let listeners = match port {
+        0 => Vec::new(),
+        p => bind_port(server, p).inspect_err(|e| tracing::warn!("{e}"))?,
+    };
+    let slot = server.listeners.slot(kind);
+    *slot.lock() = Some(listeners);
+    let Some(waker) = server.listeners.waker.get() else {
+        return Ok(());
+    };
+    waker.wake()?;
+    let deadline = std::time::Instant::now() + ADOPT_WAIT;
+    while slot.lock().is_some() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    Ok(())
+}
 
 /// Listening sockets, bound before the server reports it is ready.
 pub struct Listeners {
@@ -131,32 +199,58 @@ fn bind_tcp(addr: SocketAddr, backlog: i32) -> io::Result<TcpListener> {
     Ok(TcpListener::from_std(sock.into()))
 }
 
-/// Creates the acceptor's poller and its wake-up handle (for shutdown).
-pub fn create_poll() -> io::Result<(Poll, Arc<Waker>)> {
+/// Creates the acceptor's poller and its wake-up handle (for shutdown and
+/// [`change_port`]).
+pub fn create_poll(server: &Server) -> io::Result<(Poll, Arc<Waker>)> {
     let poll = Poll::new()?;
     let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+    let _ = server.listeners.waker.set(waker.clone());
     Ok((poll, waker))
+}
+
+/// Starts polling `listeners` for connections, the first with token
+/// `first`.
+fn register_all(registry: &Registry, listeners: &mut [TcpListener], first: usize) {
+    for (i, l) in listeners.iter_mut().enumerate() {
+        if let Err(e) = registry.register(l, Token(first + i), Interest::READABLE) {
+            tracing::error!("cannot poll listener: {e}");
+        }
+    }
+}
+
+/// Replaces listeners with those [`change_port`] bound, if any (dropping
+/// the old ones closes them), and keeps INFO's `tcp_port` right.
+fn adopt_new(server: &Server, registry: &Registry, listeners: &mut Listeners) {
+    for (kind, own, first) in [
+        (PortKind::Plain, &mut listeners.tcp, 0),
+        (PortKind::Tls, &mut listeners.tls, FIRST_TLS),
+    ] {
+        // Held while swapping: change_port's wait ends once the old
+        // listeners are closed.
+        let mut slot = server.listeners.slot(kind).lock();
+        let Some(mut new) = slot.take() else {
+            continue;
+        };
+        for l in own.iter_mut() {
+            let _ = registry.deregister(l);
+        }
+        register_all(registry, &mut new, first);
+        *own = new;
+    }
+    let bound = listeners.tcp.first().or(listeners.tls.first());
+    if let Some(addr) = bound.and_then(|l| l.local_addr().ok()) {
+        server
+            .bound_port
+            .store(u64::from(addr.port()), Ordering::Relaxed);
+    }
 }
 
 /// Accepts connections until shutdown.
 pub fn run(server: Arc<Server>, mut listeners: Listeners, mut poll: Poll) {
-    for (i, l) in listeners.tcp.iter_mut().enumerate() {
-        if let Err(e) = poll.registry().register(l, Token(i), Interest::READABLE) {
-            tracing::error!("cannot poll listener: {e}");
-        }
-    }
-    let first_tls = listeners.tcp.len();
-    for (i, l) in listeners.tls.iter_mut().enumerate() {
-        if let Err(e) = poll
-            .registry()
-            .register(l, Token(first_tls + i), Interest::READABLE)
-        {
-            tracing::error!("cannot poll TLS listener: {e}");
-        }
-    }
-    let unix_token = Token(first_tls + listeners.tls.len());
+    register_all(poll.registry(), &mut listeners.tcp, 0);
+    register_all(poll.registry(), &mut listeners.tls, FIRST_TLS);
     if let Some(l) = listeners.unix.as_mut() {
-        let _ = poll.registry().register(l, unix_token, Interest::READABLE);
+        let _ = poll.registry().register(l, UNIX, Interest::READABLE);
     }
     let mut events = Events::with_capacity(64);
     let mut next_worker = 0usize;
@@ -170,10 +264,11 @@ pub fn run(server: Arc<Server>, mut listeners: Listeners, mut poll: Poll) {
         for ev in events.iter() {
             let t = ev.token();
             if t == WAKER {
+                adopt_new(&server, poll.registry(), &mut listeners);
                 continue;
             }
             loop {
-                let accepted = if t == unix_token {
+                let accepted = if t == UNIX {
                     match listeners.unix.as_ref().map(|l| l.accept()) {
                         Some(Ok((s, _))) => {
                             let path = server.config.unixsocket().unwrap_or_default();
@@ -182,8 +277,13 @@ pub fn run(server: Arc<Server>, mut listeners: Listeners, mut poll: Poll) {
                         Some(Err(e)) => Err(e),
                         None => break,
                     }
-                } else if t.0 >= first_tls {
-                    match listeners.tls[t.0 - first_tls].accept() {
+                } else if t.0 >= FIRST_TLS {
+                    // A listener closed by a port change may still have an
+                    // event in this batch.
+                    let Some(l) = listeners.tls.get(t.0 - FIRST_TLS) else {
+                        break;
+                    };
+                    match l.accept() {
                         Ok((s, peer)) => {
                             let local = s.local_addr().map(|a| a.to_string()).unwrap_or_default();
                             configure_tcp(&server, &s);
@@ -195,7 +295,10 @@ pub fn run(server: Arc<Server>, mut listeners: Listeners, mut poll: Poll) {
                         Err(e) => Err(e),
                     }
                 } else {
-                    match listeners.tcp[t.0].accept() {
+                    let Some(l) = listeners.tcp.get(t.0) else {
+                        break;
+                    };
+                    match l.accept() {
                         Ok((s, peer)) => {
                             let local = s.local_addr().map(|a| a.to_string()).unwrap_or_default();
                             configure_tcp(&server, &s);

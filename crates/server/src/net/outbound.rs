@@ -4,15 +4,20 @@
 //! remembers which database it selected there, so a batch of migrations
 //! costs one connect. Cron closes the ones idle for ten seconds
 //! (`MIGRATE_SOCKET_CACHE_TTL`); at most 64 are kept, the oldest dropped
-//! first (`MIGRATE_SOCKET_CACHE_ITEMS`).
+//! first (`MIGRATE_SOCKET_CACHE_ITEMS`). With `tls-cluster` a new
+//! connection speaks TLS, as Redis 7.0's `migrateGetSocket` opens its
+//! connections with the cluster bus's transport.
 
 use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
+use rustls::ClientConfig;
+
+use crate::net::link::Link;
 
 /// Idle time after which a cached connection is closed.
 const TTL: Duration = Duration::from_secs(10);
@@ -21,7 +26,7 @@ const MAX_CACHED: usize = 64;
 
 /// A connection to another server.
 pub struct Outbound {
-    reader: BufReader<TcpStream>,
+    reader: BufReader<Link>,
     /// The database the last successful MIGRATE selected (None: unknown,
     /// SELECT again).
     pub selected_db: Option<i64>,
@@ -50,7 +55,7 @@ impl Outbound {
 
     /// Sets the read and write timeouts of the next exchange.
     pub fn set_timeout(&mut self, timeout: Duration) -> io::Result<()> {
-        let s = self.reader.get_ref();
+        let s = self.reader.get_ref().socket();
         s.set_read_timeout(Some(timeout))?;
         s.set_write_timeout(Some(timeout))
     }
@@ -63,9 +68,15 @@ fn cache() -> &'static Mutex<HashMap<String, Outbound>> {
 }
 
 /// Takes the cached connection to `host:port`, or connects within
-/// `timeout`. The caller gives it back with [`put_back`] after a
-/// successful exchange (a failed one just drops it, closing it).
-pub fn take(host: &str, port: &str, timeout: Duration) -> io::Result<Outbound> {
+/// `timeout` (and completes a TLS handshake with `tls`, when given, within
+/// it too). The caller gives it back with [`put_back`] after a successful
+/// exchange (a failed one just drops it, closing it).
+pub fn take(
+    host: &str,
+    port: &str,
+    timeout: Duration,
+    tls: Option<Arc<ClientConfig>>,
+) -> io::Result<Outbound> {
     let name = format!("{host}:{port}");
     if let Some(mut c) = cache().lock().remove(&name) {
         c.set_timeout(timeout)?;
@@ -77,13 +88,17 @@ pub fn take(host: &str, port: &str, timeout: Duration) -> io::Result<Outbound> {
         .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no address"))?;
     let stream = TcpStream::connect_timeout(&addr, timeout)?;
     stream.set_nodelay(true)?;
-    let mut c = Outbound {
-        reader: BufReader::new(stream),
+    stream.set_read_timeout(Some(timeout))?;
+    stream.set_write_timeout(Some(timeout))?;
+    let link = match tls {
+        Some(config) => Link::connect_tls(stream, config, host)?,
+        None => Link::plain(stream),
+    };
+    Ok(Outbound {
+        reader: BufReader::new(link),
         selected_db: None,
         last_use: Instant::now(),
-    };
-    c.set_timeout(timeout)?;
-    Ok(c)
+    })
 }
 
 /// Returns a connection to the cache for the next MIGRATE to the same

@@ -28,6 +28,7 @@ use vireo_resp::{Args, ParseLimits, Parser, Protocol, ReplyBuf};
 use vireo_store::clock::now_ms;
 
 use crate::net::client::{cflags, ClientShared};
+use crate::net::link::{Link, SharedLink};
 use crate::net::session::Session;
 use crate::server::Server;
 
@@ -56,8 +57,8 @@ pub struct MasterLink {
     state: AtomicU8,
     /// REPLICAOF changed or the server stops: the thread ends.
     stop: AtomicBool,
-    /// The connected socket, so [`MasterLink::stop`] can interrupt a read.
-    socket: Mutex<Option<TcpStream>>,
+    /// The connected link, so [`MasterLink::stop`] can interrupt a read.
+    socket: Mutex<Option<Arc<Link>>>,
     /// The master client while the link is up (CLIENT LIST flag `M`).
     client: Mutex<Option<Arc<ClientShared>>>,
     /// Unix ms of the last byte from the master.
@@ -399,10 +400,11 @@ fn lose_master(server: &Server, link: &MasterLink) {
     server.repl.cached_master.store(true, Ordering::SeqCst);
 }
 
-/// A connected master link, past its sync.
+/// A connected master link, past its sync: one link (plain, or TLS with
+/// `tls-replication`), read through a buffer and written directly.
 struct Conn {
-    reader: BufReader<TcpStream>,
-    writer: TcpStream,
+    reader: BufReader<SharedLink>,
+    writer: SharedLink,
 }
 
 /// Why a sync attempt failed: the line to log, or None when it was
@@ -413,21 +415,20 @@ type SyncError = Option<String>;
 fn sync_with_master(server: &Arc<Server>, link: &MasterLink) -> Result<Conn, SyncError> {
     tracing::info!("MASTER <-> REPLICA sync started");
     link.set_state(CONNECTING);
-    let stream = connect(server, link)?;
-    *link.socket.lock() = stream.try_clone().ok();
+    let stream = Arc::new(connect(server, link)?);
+    *link.socket.lock() = Some(stream.clone());
     if !live(server, link) {
         return Err(None);
     }
     tracing::info!("Non blocking connect for SYNC fired the event.");
     link.set_state(HANDSHAKE);
-    let writer = stream.try_clone().map_err(|e| Some(e.to_string()))?;
     // A master that goes quiet during the handshake times out after
     // `repl-timeout`, as Redis's cron judges it.
-    let _ = stream.set_read_timeout(Some(repl_timeout(server)));
-    let _ = writer.set_write_timeout(Some(SYNCIO_TIMEOUT));
+    let _ = stream.socket().set_read_timeout(Some(repl_timeout(server)));
+    let _ = stream.socket().set_write_timeout(Some(SYNCIO_TIMEOUT));
     let mut conn = Conn {
-        reader: BufReader::with_capacity(64 * 1024, stream),
-        writer,
+        reader: BufReader::with_capacity(64 * 1024, SharedLink(stream.clone())),
+        writer: SharedLink(stream),
     };
     handshake(server, &mut conn)?;
     match psync(server, &mut conn)? {
@@ -468,8 +469,11 @@ fn repl_timeout(server: &Server) -> Duration {
     Duration::from_secs(super::config_u64(server, "repl-timeout").unwrap_or(60))
 }
 
-/// Opens the TCP connection, within `repl-timeout`.
-fn connect(server: &Server, link: &MasterLink) -> Result<TcpStream, SyncError> {
+/// Opens the connection within `repl-timeout`: TCP, then with
+/// `tls-replication` the TLS handshake, this server presenting its client
+/// certificate and checking the master's against its CA (Redis's
+/// `connCreateTLS` link).
+fn connect(server: &Server, link: &MasterLink) -> Result<Link, SyncError> {
     let timeout = repl_timeout(server);
     let addrs = (link.host.as_str(), link.port)
         .to_socket_addrs()
@@ -479,13 +483,33 @@ fn connect(server: &Server, link: &MasterLink) -> Result<TcpStream, SyncError> {
         match TcpStream::connect_timeout(&addr, timeout) {
             Ok(s) => {
                 let _ = s.set_nodelay(!server.config.flag("repl-disable-tcp-nodelay"));
-                return Ok(s);
+                return secure(server, link, s, timeout)
+                    .map_err(|e| Some(format!("Error condition on socket for SYNC: {e}")));
             }
             Err(e) => last = Some(e),
         }
     }
     let why = last.map_or_else(|| "no address".to_string(), |e| e.to_string());
     Err(Some(format!("Error condition on socket for SYNC: {why}")))
+}
+
+/// The link on a connected socket: plain, or TLS with `tls-replication`,
+/// the handshake bounded by `timeout`.
+fn secure(
+    server: &Server,
+    link: &MasterLink,
+    sock: TcpStream,
+    timeout: Duration,
+) -> io::Result<Link> {
+    if !server.config.flag("tls-replication") {
+        return Ok(Link::plain(sock));
+    }
+    let config = server.tls.client_config().ok_or_else(|| {
+        io::Error::other("TLS is not configured (tls-ca-cert-file or tls-ca-cert-dir)")
+    })?;
+    sock.set_read_timeout(Some(timeout))?;
+    sock.set_write_timeout(Some(timeout))?;
+    Link::connect_tls(sock, config, &link.host)
 }
 
 /// PING, AUTH, REPLCONF: Redis's handshake, with its log lines.
@@ -513,11 +537,14 @@ fn handshake(server: &Server, conn: &mut Conn) -> Result<(), SyncError> {
         args.push(auth.as_bytes());
         send(&mut conn.writer, &args).map_err(write_err)?;
     }
-    let port = match super::config_u64(server, "replica-announce-port") {
-        Some(p) if p > 0 => p,
-        _ => server.bound_port.load(Ordering::Relaxed),
-    }
-    .to_string();
+    // Over TLS, the port replicas of this one would use is its TLS port.
+    let announced = super::config_u64(server, "replica-announce-port").filter(|&p| p > 0);
+    let tls_port = super::config_u64(server, "tls-port")
+        .filter(|&p| p > 0 && server.config.flag("tls-replication"));
+    let port = announced
+        .or(tls_port)
+        .unwrap_or_else(|| server.bound_port.load(Ordering::Relaxed))
+        .to_string();
     send(
         &mut conn.writer,
         &[b"REPLCONF", b"listening-port", port.as_bytes()],
@@ -791,8 +818,9 @@ fn receive_rdb(server: &Server, link: &MasterLink, conn: &mut Conn) -> Result<()
     link.transfer_size.store(-1, Ordering::Relaxed);
     link.transfer_read.store(0, Ordering::Relaxed);
     let _ = conn
-        .reader
-        .get_ref()
+        .writer
+        .0
+        .socket()
         .set_read_timeout(Some(repl_timeout(server)));
     let diskless = use_diskless_load(server);
     let target = if diskless { "to parser" } else { "to disk" };
@@ -989,15 +1017,15 @@ fn load(server: &Server, reader: impl Read) -> Result<(), String> {
 
 /// Registers the master client (CLIENT LIST flag `M`).
 fn attach_master_client(server: &Server, link: &MasterLink, conn: &Conn) {
-    let stream = conn.reader.get_ref();
-    let addr = stream
-        .peer_addr()
-        .map(|a| a.to_string())
-        .unwrap_or_default();
-    let laddr = stream
-        .local_addr()
-        .map(|a| a.to_string())
-        .unwrap_or_default();
+    let stream = conn.writer.0.socket();
+    let text = |a: io::Result<socket2::SockAddr>| {
+        a.ok()
+            .and_then(|a| a.as_socket())
+            .map(|a| a.to_string())
+            .unwrap_or_default()
+    };
+    let addr = text(stream.peer_addr());
+    let laddr = text(stream.local_addr());
     let client = Arc::new(ClientShared::new(
         server.clients.next_id(),
         addr,
@@ -1014,7 +1042,7 @@ fn attach_master_client(server: &Server, link: &MasterLink, conn: &Conn) {
 }
 
 /// Sends `REPLCONF ACK <offset>` (the offset of the stream applied).
-fn send_ack(server: &Server, writer: &mut TcpStream) -> io::Result<()> {
+fn send_ack(server: &Server, writer: &mut SharedLink) -> io::Result<()> {
     let offset = server.repl.offset().to_string();
     send(writer, &[b"REPLCONF", b"ACK", offset.as_bytes()])
 }
@@ -1023,7 +1051,7 @@ fn send_ack(server: &Server, writer: &mut TcpStream) -> io::Result<()> {
 /// applies each command as the master client and streams it on once it
 /// (or its whole transaction) is applied; ACKs every second.
 fn follow_stream(server: &Arc<Server>, link: &MasterLink, mut conn: Conn) {
-    let _ = conn.reader.get_ref().set_read_timeout(Some(TICK));
+    let _ = conn.writer.0.socket().set_read_timeout(Some(TICK));
     let Some(client) = link.client.lock().clone() else {
         return;
     };
@@ -1113,7 +1141,7 @@ fn apply_buffered(
     parser: &mut Parser,
     buf: &mut Vec<u8>,
     parsed: &mut usize,
-    writer: &mut TcpStream,
+    writer: &mut SharedLink,
 ) -> Result<bool, String> {
     let limits = ParseLimits::default();
     loop {

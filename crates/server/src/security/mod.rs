@@ -226,7 +226,10 @@ fn check_and_log(
     args: Args<'_>,
     context: Context,
 ) -> Option<Denied> {
-    let user = session_user(server, session);
+    let user = session
+        .user
+        .as_deref()
+        .unwrap_or_else(|| server.security.users.default_ref());
     let denied = user.rules().check(cmd, args).err()?;
     let (reason, object) = match denied {
         Denied::Command => (Reason::Command, cmd.spec.name.as_bytes().to_vec()),

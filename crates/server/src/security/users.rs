@@ -120,6 +120,12 @@ impl Users {
         self.default.clone()
     }
 
+    /// The default user, borrowed (the command path's check, without
+    /// touching the handle's reference count).
+    pub fn default_ref(&self) -> &UserHandle {
+        &self.default
+    }
+
     /// [`UserHandle::unrestricted`] of the default user.
     #[inline]
     pub fn default_unrestricted(&self) -> bool {
