@@ -14,9 +14,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
-use std::time::Instant;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use parking_lot::{Mutex, MutexGuard};
 use rusqlite::config::DbConfig;
@@ -24,13 +23,15 @@ use rusqlite::{ffi, Connection, OpenFlags, MAIN_DB};
 
 use crate::payload::{self, Parts};
 use crate::stmt::Prepared;
+use crate::watch::Watch;
 use crate::{Access, Output, Ran, RunLimits, SqlError};
 
 /// Ad-hoc statements kept compiled per database; the cache is emptied when
 /// full (clients that send many distinct texts gain nothing from it).
 const ADHOC_CACHE_MAX: usize = 256;
 
-/// How many SQLite virtual machine steps pass between deadline checks.
+/// How many SQLite virtual machine steps pass between stop checks
+/// ([`Watch::must_stop`]).
 const PROGRESS_STEPS: i32 = 10_000;
 
 /// Largest image [`Database::restore`] accepts: SQLite's allocation size
@@ -45,9 +46,8 @@ pub struct Database {
     /// SQLite's memory for this connection as last measured (page cache,
     /// schema, statements), for MEMORY USAGE without taking the mutex.
     memory: AtomicUsize,
-    /// When the running statement must stop, in ns since [`epoch`]; 0 for
-    /// no limit. Read by the progress handler.
-    deadline_ns: Arc<AtomicU64>,
+    /// When the running statement must stop: read by the progress handler.
+    watch: Arc<Watch>,
 }
 
 /// The mutex-protected part. Field order matters: statements are
@@ -70,16 +70,6 @@ impl std::fmt::Debug for Database {
             .field("path", &self.path)
             .finish_non_exhaustive()
     }
-}
-
-/// The instant deadlines count from.
-fn epoch() -> Instant {
-    static EPOCH: OnceLock<Instant> = OnceLock::new();
-    *EPOCH.get_or_init(Instant::now)
-}
-
-fn now_ns() -> u64 {
-    epoch().elapsed().as_nanos() as u64
 }
 
 impl Database {
@@ -106,15 +96,9 @@ impl Database {
         // Defensive mode: SQL cannot corrupt the file on purpose (writable
         // schema, journal tricks), since clients are not trusted.
         conn.set_db_config(DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true)?;
-        let deadline_ns = Arc::new(AtomicU64::new(0));
-        let deadline = Arc::clone(&deadline_ns);
-        conn.progress_handler(
-            PROGRESS_STEPS,
-            Some(move || {
-                let d = deadline.load(Ordering::Relaxed);
-                d != 0 && now_ns() > d
-            }),
-        );
+        let watch = Arc::new(Watch::default());
+        let handler_watch = Arc::clone(&watch);
+        conn.progress_handler(PROGRESS_STEPS, Some(move || handler_watch.must_stop()));
         let db = Arc::new(Database {
             inner: Mutex::new(Inner {
                 adhoc: HashMap::new(),
@@ -123,7 +107,7 @@ impl Database {
             }),
             path,
             memory: AtomicUsize::new(0),
-            deadline_ns,
+            watch,
         });
         db.measure(&db.inner.lock());
         Ok(db)
@@ -141,7 +125,7 @@ impl Database {
 
     /// Runs `sql` (one or more `;`-separated statements) with no
     /// arguments, compiling it once per text.
-    pub fn exec(&self, sql: &[u8], access: Access, limits: RunLimits) -> Ran {
+    pub fn exec(&self, sql: &[u8], access: Access, limits: &RunLimits) -> Ran {
         let mut inner = self.inner.lock();
         let db = handle(&inner.conn);
         if !inner.adhoc.contains_key(sql) {
@@ -162,7 +146,12 @@ impl Database {
                     let ran = self.tracked(db, access, limits, || {
                         // SAFETY: db is open and locked.
                         unsafe {
-                            crate::stmt::run_script(db, sql, access == Access::ReadOnly, limits)
+                            crate::stmt::run_script(
+                                db,
+                                sql,
+                                access == Access::ReadOnly,
+                                limits.max_result_bytes,
+                            )
                         }
                     });
                     self.measure(&inner);
@@ -182,7 +171,7 @@ impl Database {
         name: &[u8],
         args: &[&[u8]],
         access: Access,
-        limits: RunLimits,
+        limits: &RunLimits,
     ) -> Ran {
         let inner = self.inner.lock();
         let Some(named) = inner.named.get(name) else {
@@ -205,7 +194,7 @@ impl Database {
         prepared: &Prepared,
         args: &[&[u8]],
         access: Access,
-        limits: RunLimits,
+        limits: &RunLimits,
     ) -> Ran {
         if access == Access::ReadOnly && !prepared.is_read_only() {
             return Ran {
@@ -215,27 +204,24 @@ impl Database {
         }
         // SAFETY: `prepared` was compiled on `db`, whose mutex the caller holds.
         self.tracked(db, access, limits, || unsafe {
-            prepared.run(db, args, limits)
+            prepared.run(db, args, limits.max_result_bytes)
         })
     }
 
-    /// Runs `f` under the deadline `limits` sets for the progress handler,
-    /// and tells whether it must be logged (see [`Ran`]).
+    /// Runs `f` under the stop conditions of `limits` (see [`Watch`]), and
+    /// tells whether it must be logged (see [`Ran`]).
     fn tracked(
         &self,
         db: *mut ffi::sqlite3,
         access: Access,
-        limits: RunLimits,
+        limits: &RunLimits,
         f: impl FnOnce() -> Result<Output, SqlError>,
     ) -> Ran {
-        let deadline = limits
-            .time_limit
-            .map_or(0, |t| now_ns().saturating_add(t.as_nanos() as u64).max(1));
         // SAFETY: db is open and locked by the caller.
         let changes_before = unsafe { ffi::sqlite3_total_changes64(db) };
-        self.deadline_ns.store(deadline, Ordering::Relaxed);
+        self.watch.arm(limits);
         let result = f();
-        self.deadline_ns.store(0, Ordering::Relaxed);
+        self.watch.disarm();
         // SAFETY: as above.
         let changed = unsafe { ffi::sqlite3_total_changes64(db) } != changes_before;
         let wrote = access == Access::ReadWrite && (result.is_ok() || changed);
@@ -495,10 +481,11 @@ mod tests {
     const LIMITS: RunLimits = RunLimits {
         max_result_bytes: 1 << 20,
         time_limit: Some(Duration::from_secs(5)),
+        abandon: None,
     };
 
     fn exec(db: &Database, sql: &str) -> Result<Output, SqlError> {
-        db.exec(sql.as_bytes(), Access::ReadWrite, LIMITS).result
+        db.exec(sql.as_bytes(), Access::ReadWrite, &LIMITS).result
     }
 
     #[test]
@@ -547,7 +534,7 @@ mod tests {
         let db = Database::open_memory().unwrap();
         exec(&db, "CREATE TABLE t(a)").unwrap();
         let r = db
-            .exec(b"INSERT INTO t VALUES(1)", Access::ReadOnly, LIMITS)
+            .exec(b"INSERT INTO t VALUES(1)", Access::ReadOnly, &LIMITS)
             .result;
         assert_eq!(r, Err(SqlError::NotReadOnly));
         assert_eq!(
@@ -576,7 +563,7 @@ mod tests {
         let args: Vec<Vec<u8>> = vec![b"7".to_vec(), b"seven".to_vec()];
         let refs: Vec<&[u8]> = args.iter().map(|a| &a[..]).collect();
         assert_eq!(
-            db.exec_statement(b"ins", &refs, Access::ReadWrite, LIMITS)
+            db.exec_statement(b"ins", &refs, Access::ReadWrite, &LIMITS)
                 .result,
             Ok(Output::Done(1))
         );
@@ -584,16 +571,16 @@ mod tests {
         // second run with other arguments sees only those.
         drop(refs);
         drop(args);
-        db.exec_statement(b"ins", &[b"8", b"eight"], Access::ReadWrite, LIMITS)
+        db.exec_statement(b"ins", &[b"8", b"eight"], Access::ReadWrite, &LIMITS)
             .result
             .unwrap();
         assert_eq!(
-            db.exec_statement(b"ins", &[b"1"], Access::ReadWrite, LIMITS)
+            db.exec_statement(b"ins", &[b"1"], Access::ReadWrite, &LIMITS)
                 .result,
             Err(SqlError::Misuse(crate::PARAMETER_MISUSE))
         );
         assert_eq!(
-            db.exec_statement(b"ins", &[b"1", b"2"], Access::ReadOnly, LIMITS)
+            db.exec_statement(b"ins", &[b"1", b"2"], Access::ReadOnly, &LIMITS)
                 .result,
             Err(SqlError::NotReadOnly)
         );
@@ -620,7 +607,7 @@ mod tests {
         let forever =
             b"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c";
         assert_eq!(
-            db.exec(forever, Access::ReadOnly, limits).result,
+            db.exec(forever, Access::ReadOnly, &limits).result,
             Err(SqlError::Interrupted)
         );
         // The database is usable afterwards.
@@ -634,6 +621,32 @@ mod tests {
     }
 
     #[test]
+    fn an_abandoned_statement_is_interrupted() {
+        struct Gone;
+        impl crate::Abandon for Gone {
+            fn abandoned(&self) -> bool {
+                true
+            }
+        }
+        let db = Database::open_memory().unwrap();
+        let limits = RunLimits {
+            time_limit: None,
+            abandon: Some(Arc::new(Gone)),
+            ..LIMITS
+        };
+        let forever =
+            b"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c";
+        assert_eq!(
+            db.exec(forever, Access::ReadOnly, &limits).result,
+            Err(SqlError::Interrupted)
+        );
+        assert!(db
+            .exec(b"SELECT 1", Access::ReadOnly, &LIMITS)
+            .result
+            .is_ok());
+    }
+
+    #[test]
     fn results_beyond_the_limit_fail() {
         let db = Database::open_memory().unwrap();
         let limits = RunLimits {
@@ -643,7 +656,7 @@ mod tests {
         let r = db.exec(
             b"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 1000) SELECT x FROM c",
             Access::ReadOnly,
-            limits,
+            &limits,
         );
         assert_eq!(r.result, Err(SqlError::ResultTooLarge));
     }
@@ -661,21 +674,21 @@ mod tests {
             rows: vec![vec![Cell::Int(42)]],
         };
         assert_eq!(
-            back.exec_statement(b"get", &[], Access::ReadOnly, LIMITS)
+            back.exec_statement(b"get", &[], Access::ReadOnly, &LIMITS)
                 .result,
             Ok(want.clone())
         );
         let copy = db.duplicate().unwrap();
         exec(&db, "DELETE FROM t").unwrap();
         assert_eq!(
-            copy.exec_statement(b"get", &[], Access::ReadOnly, LIMITS)
+            copy.exec_statement(b"get", &[], Access::ReadOnly, &LIMITS)
                 .result,
             Ok(want.clone())
         );
         let dst = Database::open_memory().unwrap();
         copy.copy_into(&dst).unwrap();
         assert_eq!(
-            dst.exec_statement(b"get", &[], Access::ReadOnly, LIMITS)
+            dst.exec_statement(b"get", &[], Access::ReadOnly, &LIMITS)
                 .result,
             Ok(want)
         );
@@ -717,8 +730,8 @@ mod tests {
             match Database::restore(&bytes) {
                 Ok(back) => {
                     loaded += 1;
-                    let _ = back.exec(b"SELECT * FROM t ORDER BY b", Access::ReadOnly, LIMITS);
-                    let _ = back.exec_statement(b"q", &[b"5"], Access::ReadOnly, LIMITS);
+                    let _ = back.exec(b"SELECT * FROM t ORDER BY b", Access::ReadOnly, &LIMITS);
+                    let _ = back.exec_statement(b"q", &[b"5"], Access::ReadOnly, &LIMITS);
                 }
                 Err(_) => refused += 1,
             }
