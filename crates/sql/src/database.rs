@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, MutexGuard};
 use rusqlite::config::DbConfig;
+use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 use rusqlite::{ffi, Connection, OpenFlags, MAIN_DB};
 
 use crate::payload::{self, Parts};
@@ -96,6 +97,7 @@ impl Database {
         // Defensive mode: SQL cannot corrupt the file on purpose (writable
         // schema, journal tricks), since clients are not trusted.
         conn.set_db_config(DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true)?;
+        conn.authorizer(Some(authorize));
         let watch = Arc::new(Watch::default());
         let handler_watch = Arc::clone(&watch);
         conn.progress_handler(PROGRESS_STEPS, Some(move || handler_watch.must_stop()));
@@ -372,10 +374,15 @@ impl Database {
         }
         {
             let mut inner = self.inner.lock();
-            inner
+            // sqlite3_deserialize attaches the image under the name `x`
+            // internally: the one ATTACH of a name the authorizer allows.
+            let no_check: Option<fn(AuthContext<'_>) -> Authorization> = None;
+            inner.conn.authorizer(no_check);
+            let loaded = inner
                 .conn
-                .deserialize_read_exact(MAIN_DB, image, image.len(), false)
-                .map_err(|e| SqlError::Corrupt(e.to_string()))?;
+                .deserialize_read_exact(MAIN_DB, image, image.len(), false);
+            inner.conn.authorizer(Some(authorize));
+            loaded.map_err(|e| SqlError::Corrupt(e.to_string()))?;
         }
         self.check_integrity()
     }
@@ -411,6 +418,23 @@ impl Database {
         })
         .sum();
         self.memory.store(used, Ordering::Relaxed);
+    }
+}
+
+/// SQLite's authorizer for every connection: ATTACH (and so VACUUM INTO)
+/// may only open private temporary databases (`''`, `:memory:`), never a
+/// file: a file named in SQL would escape `dir` and the path rules of
+/// [`crate::path`], or reach another key's database. Plain VACUUM, which
+/// attaches `''` internally, still works.
+fn authorize(ctx: AuthContext<'_>) -> Authorization {
+    match ctx.action {
+        AuthAction::Attach { filename } if filename.is_empty() || filename == ":memory:" => {
+            Authorization::Allow
+        }
+        AuthAction::Attach { .. } => Authorization::Deny,
+        // A filename that is an expression, not a literal.
+        AuthAction::Unknown { code, .. } if code == ffi::SQLITE_ATTACH => Authorization::Deny,
+        _ => Authorization::Allow,
     }
 }
 
@@ -644,6 +668,28 @@ mod tests {
             .exec(b"SELECT 1", Access::ReadOnly, &LIMITS)
             .result
             .is_ok());
+    }
+
+    #[test]
+    fn sql_cannot_attach_files() {
+        let db = Database::open_memory().unwrap();
+        let dir = std::env::temp_dir().join(format!("vireo-sql-attach-{}", std::process::id()));
+        let file = dir.to_str().unwrap().to_string();
+        for sql in [
+            format!("ATTACH '{file}' AS x"),
+            format!("ATTACH ('{file}' || '2') AS x"),
+            format!("VACUUM INTO '{file}'"),
+        ] {
+            let refused = exec(&db, &sql);
+            assert!(
+                matches!(&refused, Err(SqlError::Sql(m)) if m.contains("authoriz")),
+                "{sql}: {refused:?}"
+            );
+        }
+        assert!(!dir.exists());
+        exec(&db, "CREATE TABLE t(a); INSERT INTO t VALUES(1)").unwrap();
+        exec(&db, "VACUUM").unwrap();
+        exec(&db, "ATTACH ':memory:' AS m; CREATE TABLE m.u(b); DETACH m").unwrap();
     }
 
     #[test]
