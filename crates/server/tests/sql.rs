@@ -843,3 +843,50 @@ fn a_query_stops_when_its_client_disconnects_is_killed_or_the_server_stops() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+#[test]
+fn reads_of_one_database_overlap_and_a_file_database_writes_beside_them() {
+    // Each query runs to the 1.5 s time limit. Two workers take
+    // connections in turn, so the two queries run on different threads.
+    let srv = Server::start(&["--sql-time-limit", "1500", "--io-threads", "2"]);
+    let mut con = srv.conn();
+    with_foo(&mut con);
+    ok(&mut con, &["REDISQL.CREATE_DB", "f", "f.db"]);
+    ok(&mut con, &["REDISQL.EXEC", "f", "CREATE TABLE t(a)"]);
+    let query = |key: &'static str| {
+        let client = srv.client();
+        std::thread::spawn(move || {
+            let mut c = client.get_connection().unwrap();
+            err(&mut c, &["REDISQL.QUERY", key, FOREVER]);
+            std::time::Instant::now()
+        })
+    };
+    let started = std::time::Instant::now();
+    let (a, b) = (query("db"), query("db"));
+    let (a, b) = (a.join().unwrap(), b.join().unwrap());
+    // One after the other they would take 3 s; together about 1.5 s.
+    let last = a.max(b) - started;
+    assert!(
+        last < std::time::Duration::from_millis(2800),
+        "the two reads did not overlap: {last:?}"
+    );
+    // A write to a file database (WAL) completes while a read of it runs.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let client = srv.client();
+    let read = std::thread::spawn(move || {
+        let mut c = client.get_connection().unwrap();
+        err(&mut c, &["REDISQL.QUERY", "f", FOREVER]);
+        tx.send(()).unwrap();
+    });
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(
+        ok(&mut con, &["REDISQL.EXEC", "f", "INSERT INTO t VALUES(1)"]),
+        done(1)
+    );
+    assert!(rx.try_recv().is_err(), "the write waited for the read");
+    read.join().unwrap();
+    assert_eq!(
+        ok(&mut con, &["REDISQL.QUERY", "f", "SELECT count(*) FROM t"]),
+        rows(vec![vec![Value::Int(1)]])
+    );
+}

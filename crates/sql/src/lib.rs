@@ -19,6 +19,7 @@
 //! - `value.rs`: a database as the store's module value (TYPE, RDB id,
 //!   payload, deep copy) and the decoder [`register`] installs.
 
+mod conn;
 mod database;
 pub mod memory;
 pub mod path;

@@ -15,7 +15,10 @@
 //! (QUERY, QUERY_STATEMENT and the reading half of the `.INTO` forms) take
 //! the database's `Arc` out of the entry and let go of the shards while the
 //! query runs (`Keys::unlocked`), so a long query holds up no other key;
-//! the database's own mutex orders it with the writers. Writes (EXEC,
+//! reads run side by side on reading connections of their own, and the
+//! database orders them with its writer as SQLite allows (`vireo-sql`'s
+//! `database.rs`: in memory a write waits for running reads, in a file
+//! (WAL) neither waits). Writes (EXEC,
 //! EXEC_STATEMENT, …) keep the shard for their duration: that keeps the
 //! AOF in execution order and a snapshot's cut consistent with the log, as
 //! for every other write. Inside MULTI and scripts nothing is let go (the
