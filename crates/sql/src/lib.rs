@@ -4,10 +4,15 @@
 //! command set). It knows nothing of keys, shards or RESP: the server looks
 //! a key up, clones the `Arc<Database>` it holds and calls in here.
 //!
-//! - [`Database`] (`database.rs`): one SQLite connection behind a mutex,
-//!   its cache of ad-hoc statements, its named statements, a time limit
-//!   enforced by SQLite's progress handler, serialization for RDB / DUMP
-//!   and copies with the backup API.
+//! - [`Database`] (`database.rs`): a writing connection behind a mutex
+//!   and a pool of reading connections over the same storage (a private
+//!   memdb image in memory, WAL for files), so reads run side by side;
+//!   its named statements, serialization for RDB / DUMP and copies with
+//!   the backup API.
+//! - `conn.rs`: one connection, its compiled statements, and the
+//!   authorizer that keeps files out of SQL's reach.
+//! - `watch.rs`: what stops a running statement (its time limit, or its
+//!   client gone: [`Abandon`]), asked by SQLite's progress handler.
 //! - `stmt.rs`: statements prepared once and bound to the client's bytes
 //!   without copying them (`SQLITE_STATIC`).
 //! - [`payload`]: the byte form of a database (path, statements, image),

@@ -96,8 +96,11 @@ pub struct Prepared {
     read_only: bool,
 }
 
-// SAFETY: a Prepared is only used while its database's mutex is held (the
-// Database owns both), so SQLite never sees two threads on it at once.
+// SAFETY: a Prepared lives in the `Conn` of the connection it was compiled
+// on, and a `Conn` is used by one thread at a time (taken from its
+// database's pool, or behind the writer's mutex), so SQLite never sees two
+// threads on it at once; moving it to another thread is what SQLite's
+// multi-thread mode (NO_MUTEX connections) allows.
 unsafe impl Send for Prepared {}
 
 impl Prepared {
