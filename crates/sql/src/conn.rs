@@ -44,6 +44,13 @@ pub(crate) struct Conn {
     /// The [`Defs::generation`] `named` was compiled from.
     named_generation: u64,
     watch: Arc<Watch>,
+    /// Schema and statement memory as last measured: costly to measure
+    /// (SQLite sizes every object), so only after something was compiled.
+    fixed_memory: usize,
+    /// Something was compiled since `fixed_memory` was measured.
+    compiled: bool,
+    /// Everything as last measured ([`Conn::measure`]).
+    measured: usize,
     pub(crate) conn: Connection,
 }
 
@@ -63,6 +70,9 @@ impl Conn {
             named: BTreeMap::new(),
             named_generation: 0,
             watch,
+            fixed_memory: 0,
+            compiled: true,
+            measured: 0,
             conn,
         })
     }
@@ -84,6 +94,7 @@ impl Conn {
     pub(crate) fn exec(&mut self, sql: &[u8], access: Access, limits: &RunLimits) -> Ran {
         let db = self.handle();
         if !self.adhoc.contains_key(sql) {
+            self.compiled = true;
             // SAFETY: the statements are stored beside the connection
             // they were compiled on and dropped before it.
             match unsafe { Prepared::new(db, sql) } {
@@ -125,6 +136,7 @@ impl Conn {
             self.named_generation = defs.generation;
         }
         if !self.named.contains_key(name) {
+            self.compiled = true;
             let compiled = match defs.sql.get(name) {
                 None => Err(SqlError::NoStatement(
                     "The statement is not present in the database",
@@ -156,27 +168,37 @@ impl Conn {
 
     /// Forgets every compiled statement (the schema was replaced).
     pub(crate) fn forget_statements(&mut self) {
+        self.compiled = true;
         self.adhoc.clear();
         self.named.clear();
     }
 
-    /// SQLite's memory for this connection: page cache, schema, statements.
-    pub(crate) fn memory(&self) -> usize {
-        let db = self.handle();
-        [
-            ffi::SQLITE_DBSTATUS_CACHE_USED,
-            ffi::SQLITE_DBSTATUS_SCHEMA_USED,
-            ffi::SQLITE_DBSTATUS_STMT_USED,
-        ]
-        .iter()
-        .map(|&op| {
-            let (mut cur, mut hi) = (0, 0);
-            // SAFETY: db is open; the out-pointers are valid locals.
-            unsafe { ffi::sqlite3_db_status(db, op, &mut cur, &mut hi, 0) };
-            cur.max(0) as usize
-        })
-        .sum()
+    /// Measures SQLite's memory for this connection: its page cache, and
+    /// its schema and statements when it compiled something since their
+    /// last measure (a schema changed without compiling, by another
+    /// connection or a cached DDL text, is seen at the next compile).
+    pub(crate) fn measure(&mut self) -> usize {
+        if std::mem::take(&mut self.compiled) {
+            self.fixed_memory = status(self.handle(), ffi::SQLITE_DBSTATUS_SCHEMA_USED)
+                + status(self.handle(), ffi::SQLITE_DBSTATUS_STMT_USED);
+        }
+        self.measured = status(self.handle(), ffi::SQLITE_DBSTATUS_CACHE_USED) + self.fixed_memory;
+        self.measured
     }
+
+    /// What [`Conn::measure`] found last.
+    pub(crate) fn measured(&self) -> usize {
+        self.measured
+    }
+}
+
+/// One of SQLite's per-connection memory figures (`sqlite3_db_status`).
+fn status(db: *mut ffi::sqlite3, op: std::ffi::c_int) -> usize {
+    let (mut cur, mut hi) = (0, 0);
+    // SAFETY: db is open and its caller has it; the out-pointers are
+    // valid locals.
+    unsafe { ffi::sqlite3_db_status(db, op, &mut cur, &mut hi, 0) };
+    cur.max(0) as usize
 }
 
 /// Runs `prepared` (compiled on `db`) under `limits`.

@@ -159,7 +159,7 @@ impl Database {
             memory: AtomicUsize::new(0),
             readers_memory: AtomicUsize::new(0),
         });
-        db.measure(&db.writer.lock());
+        db.measure(&mut db.writer.lock());
         Ok(db)
     }
 
@@ -235,7 +235,7 @@ impl Database {
         self.in_transaction
             .store(writer.in_transaction(), Ordering::Relaxed);
         drop(gate);
-        self.measure(&writer);
+        self.measure(&mut writer);
         r
     }
 
@@ -261,13 +261,17 @@ impl Database {
         };
         let ran = f(&mut conn);
         drop(gate);
-        let used = conn.memory();
+        let before = conn.measured();
+        let now = conn.measure();
+        // Added before subtracted: the sum never dips below zero.
+        self.readers_memory.fetch_add(now, Ordering::Relaxed);
+        self.readers_memory.fetch_sub(before, Ordering::Relaxed);
         let mut idle = self.readers.lock();
         if idle.len() < IDLE_READERS_MAX {
             idle.push(conn);
+        } else {
+            self.readers_memory.fetch_sub(now, Ordering::Relaxed);
         }
-        let total = idle.iter().map(Conn::memory).sum::<usize>().max(used);
-        self.readers_memory.store(total, Ordering::Relaxed);
         ran
     }
 
@@ -328,7 +332,7 @@ impl Database {
         drop(src_writer);
         let defs = Arc::clone(&self.defs.lock());
         dst.replace_statements(&mut dst_writer, &defs.sql);
-        dst.measure(&dst_writer);
+        dst.measure(&mut dst_writer);
         Ok(())
     }
 
@@ -407,7 +411,7 @@ impl Database {
             .map(|(n, s)| (n.to_vec(), s.to_vec()))
             .collect();
         db.replace_statements(&mut writer, &sql);
-        db.measure(&writer);
+        db.measure(&mut writer);
         drop(writer);
         Ok(db)
     }
@@ -419,13 +423,13 @@ impl Database {
 
     /// Records SQLite's memory for the image and the writing connection
     /// (see [`Database::memory_bytes`]).
-    fn measure(&self, writer: &MutexGuard<'_, Conn>) {
+    fn measure(&self, writer: &mut Conn) {
         let image = match self.storage {
             Storage::Memory(_) => image_bytes(writer.handle()),
             Storage::File(_) => 0,
         };
         self.memory
-            .store(image + writer.memory(), Ordering::Relaxed);
+            .store(image + writer.measure(), Ordering::Relaxed);
     }
 }
 
