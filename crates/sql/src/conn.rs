@@ -9,10 +9,10 @@
 //! read by its progress handler.
 
 use std::collections::{BTreeMap, HashMap};
+use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::Arc;
 
 use rusqlite::config::DbConfig;
-use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 use rusqlite::{ffi, Connection};
 
 use crate::stmt::Prepared;
@@ -61,7 +61,14 @@ impl Conn {
         // Defensive mode: SQL cannot corrupt the file on purpose (writable
         // schema, journal tricks), since clients are not trusted.
         conn.set_db_config(DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true)?;
-        conn.authorizer(Some(authorize));
+        // SAFETY: the handle is open; `authorize` is a plain function that
+        // needs no user data and only reads the strings SQLite passes.
+        let rc = unsafe {
+            ffi::sqlite3_set_authorizer(conn.handle(), Some(authorize), std::ptr::null_mut())
+        };
+        if rc != ffi::SQLITE_OK {
+            return Err(SqlError::Sql("cannot install the SQL authorizer".into()));
+        }
         let watch = Arc::new(Watch::default());
         let handler_watch = Arc::clone(&watch);
         conn.progress_handler(PROGRESS_STEPS, Some(move || handler_watch.must_stop()));
@@ -247,15 +254,29 @@ fn tracked(
 /// may only open private temporary databases (`''`, `:memory:`), never a
 /// file: a file named in SQL would escape `dir` and the path rules of
 /// [`crate::path`], or reach another key's database. Plain VACUUM, which
-/// attaches `''` internally, still works.
-pub(crate) fn authorize(ctx: AuthContext<'_>) -> Authorization {
-    match ctx.action {
-        AuthAction::Attach { filename } if filename.is_empty() || filename == ":memory:" => {
-            Authorization::Allow
-        }
-        AuthAction::Attach { .. } => Authorization::Deny,
+/// attaches `''` internally, still works. A raw C callback, not
+/// rusqlite's wrapper: that one panics on names that are not UTF-8 (a
+/// client's SQL or a corrupt schema has them; found by the fuzz target).
+unsafe extern "C" fn authorize(
+    _data: *mut c_void,
+    action: c_int,
+    filename: *const c_char,
+    _arg2: *const c_char,
+    _database: *const c_char,
+    _trigger: *const c_char,
+) -> c_int {
+    if action != ffi::SQLITE_ATTACH {
+        return ffi::SQLITE_OK;
+    }
+    if filename.is_null() {
         // A filename that is an expression, not a literal.
-        AuthAction::Unknown { code, .. } if code == ffi::SQLITE_ATTACH => Authorization::Deny,
-        _ => Authorization::Allow,
+        return ffi::SQLITE_DENY;
+    }
+    // SAFETY: SQLite passes a NUL-terminated string valid for this call.
+    let name = unsafe { CStr::from_ptr(filename) }.to_bytes();
+    if name.is_empty() || name == b":memory:" {
+        ffi::SQLITE_OK
+    } else {
+        ffi::SQLITE_DENY
     }
 }

@@ -854,6 +854,27 @@ mod tests {
     }
 
     #[test]
+    fn names_that_are_not_utf8_are_errors_or_results() {
+        let db = Database::open_memory().unwrap();
+        let r = db.exec(b"SELECT \xff\xfe FROM t", Access::ReadOnly, &LIMITS);
+        assert!(r.result.is_err());
+        db.exec(
+            b"CREATE TABLE \"t\xff\"(\"c\xfe\")",
+            Access::ReadWrite,
+            &LIMITS,
+        )
+        .result
+        .unwrap();
+        db.exec(
+            b"SELECT \"c\xfe\" FROM \"t\xff\"",
+            Access::ReadOnly,
+            &LIMITS,
+        )
+        .result
+        .unwrap();
+    }
+
+    #[test]
     fn results_beyond_the_limit_fail() {
         let db = Database::open_memory().unwrap();
         let limits = RunLimits {
