@@ -761,3 +761,132 @@ fn resp3_clients_get_doubles_and_a_statistics_map() {
     assert_eq!(stats.len(), 33);
     assert_eq!(stats[0], (bulk("CREATE_DB"), Value::Int(1)));
 }
+
+/// A query that never ends by itself.
+const FOREVER: &str =
+    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c";
+
+/// A raw connection that started [`FOREVER`] on `db`, with its client id.
+fn start_forever(port: u16) -> (std::net::TcpStream, i64) {
+    use std::io::{BufRead, BufReader, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(b"CLIENT ID\r\n").unwrap();
+    let mut line = String::new();
+    BufReader::new(&s).read_line(&mut line).unwrap();
+    let id = line.trim_start_matches(':').trim().parse().unwrap();
+    let cmd = format!(
+        "*3\r\n$13\r\nREDISQL.QUERY\r\n$2\r\ndb\r\n${}\r\n{FOREVER}\r\n",
+        FOREVER.len()
+    );
+    s.write_all(cmd.as_bytes()).unwrap();
+    (s, id)
+}
+
+/// Waits until REDISQL.STATISTICS counts `n` failed QUERY calls.
+fn wait_query_errors(con: &mut redis::Connection, n: i64) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let Value::Array(stats) = ok(con, &["REDISQL.STATISTICS"]) else {
+            panic!()
+        };
+        if stats[8] == Value::Array(vec![bulk("QUERY ERR"), Value::Int(n)]) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "query not interrupted: {:?}",
+            stats[8]
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_query_stops_when_its_client_disconnects_is_killed_or_the_server_stops() {
+    // No time limit: only the client's fate can stop these queries. Two
+    // workers take connections in turn, so a connection opened right after
+    // the query's is served while the query occupies its worker.
+    let mut srv = Server::start(&["--sql-time-limit", "0", "--io-threads", "2"]);
+    let mut con = srv.conn();
+    with_foo(&mut con);
+    let (s, _) = start_forever(srv.port);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    drop(s);
+    wait_query_errors(&mut con, 1);
+    // The database is usable, for reads and writes.
+    assert_eq!(select_foo(&mut con, "db"), foo_rows());
+    assert_eq!(
+        ok(
+            &mut con,
+            &["REDISQL.EXEC", "db", "INSERT INTO foo VALUES(3, 'y')"]
+        ),
+        done(1)
+    );
+    let (_s, id) = start_forever(srv.port);
+    let mut other = srv.conn();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(
+        ok(&mut other, &["CLIENT", "KILL", "ID", &id.to_string()]),
+        Value::Int(1)
+    );
+    wait_query_errors(&mut other, 2);
+    let (_s, _) = start_forever(srv.port);
+    let mut other = srv.conn();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let _ = q(&mut other, &["SHUTDOWN", "NOSAVE"]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while srv.child().try_wait().unwrap().is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the running query held up SHUTDOWN"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn reads_of_one_database_overlap_and_a_file_database_writes_beside_them() {
+    // Each query runs to the 1.5 s time limit. Two workers take
+    // connections in turn, so the two queries run on different threads.
+    let srv = Server::start(&["--sql-time-limit", "1500", "--io-threads", "2"]);
+    let mut con = srv.conn();
+    with_foo(&mut con);
+    ok(&mut con, &["REDISQL.CREATE_DB", "f", "f.db"]);
+    ok(&mut con, &["REDISQL.EXEC", "f", "CREATE TABLE t(a)"]);
+    let query = |key: &'static str| {
+        let client = srv.client();
+        std::thread::spawn(move || {
+            let mut c = client.get_connection().unwrap();
+            err(&mut c, &["REDISQL.QUERY", key, FOREVER]);
+            std::time::Instant::now()
+        })
+    };
+    let started = std::time::Instant::now();
+    let (a, b) = (query("db"), query("db"));
+    let (a, b) = (a.join().unwrap(), b.join().unwrap());
+    // One after the other they would take 3 s; together about 1.5 s.
+    let last = a.max(b) - started;
+    assert!(
+        last < std::time::Duration::from_millis(2800),
+        "the two reads did not overlap: {last:?}"
+    );
+    // A write to a file database (WAL) completes while a read of it runs.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let client = srv.client();
+    let read = std::thread::spawn(move || {
+        let mut c = client.get_connection().unwrap();
+        err(&mut c, &["REDISQL.QUERY", "f", FOREVER]);
+        tx.send(()).unwrap();
+    });
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(
+        ok(&mut con, &["REDISQL.EXEC", "f", "INSERT INTO t VALUES(1)"]),
+        done(1)
+    );
+    assert!(rx.try_recv().is_err(), "the write waited for the read");
+    read.join().unwrap();
+    assert_eq!(
+        ok(&mut con, &["REDISQL.QUERY", "f", "SELECT count(*) FROM t"]),
+        rows(vec![vec![Value::Int(1)]])
+    );
+}

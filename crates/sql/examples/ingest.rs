@@ -19,6 +19,7 @@ fn main() {
     let limits = RunLimits {
         max_result_bytes: 1 << 20,
         time_limit: None,
+        abandon: None,
     };
     // VIREO_SQL_HOOK=1: SQLite allocates through Rust's allocator, as in
     // the server (where that allocator counts used_memory).
@@ -28,14 +29,14 @@ fn main() {
     let db = Database::open_memory().expect("open");
     if let Some(p) = page {
         let pragma = format!("PRAGMA page_size={p}");
-        db.exec(pragma.as_bytes(), Access::ReadWrite, limits)
+        db.exec(pragma.as_bytes(), Access::ReadWrite, &limits)
             .result
             .expect("page size");
     }
     db.exec(
         b"CREATE TABLE big(id INTEGER, data BLOB)",
         Access::ReadWrite,
-        limits,
+        &limits,
     )
     .result
     .expect("create");
@@ -45,7 +46,7 @@ fn main() {
     let start = Instant::now();
     for i in 0..rows {
         let id = i.to_string();
-        db.exec_statement(b"ins", &[id.as_bytes(), &data], Access::ReadWrite, limits)
+        db.exec_statement(b"ins", &[id.as_bytes(), &data], Access::ReadWrite, &limits)
             .result
             .expect("insert");
     }

@@ -1,91 +1,122 @@
-//! One SQL database: a SQLite connection and its statements.
+//! One SQL database: a writing connection, reading connections, and the
+//! named statements they share.
 //!
 //! A [`Database`] is shared as an `Arc` between the keyspace entry that
 //! holds it and the commands running on it, so a command can let go of
-//! the keyspace shard before a long query runs. Its mutex serializes the
-//! connection's users (one in-memory connection cannot be shared by two
-//! threads at once); commands on other databases never wait for it.
+//! the keyspace shard before a long query runs.
 //!
-//! Statements are compiled once: ad-hoc ones (EXEC, QUERY) in a bounded
-//! cache keyed by their text, named ones (CREATE_STATEMENT) until updated
-//! or deleted. A run's time limit is enforced by SQLite's progress
-//! handler, which interrupts the statement once the deadline in
-//! `deadline_ns` has passed.
+//! Readers run beside each other, each on a connection of its own taken
+//! from a pool (opened on demand, kept when idle), over the same storage:
+//! - in memory, SQLite's `memdb` VFS under a name private to this
+//!   database (`file:/vireo-sql-N?vfs=memdb`), which lets several
+//!   connections share one in-memory image. Its locking is a rollback
+//!   journal's: any number of readers, or one writer committing. So
+//!   `gate` (an `RwLock`) orders them before SQLite would answer BUSY: a
+//!   read holds it shared, a write exclusively; a write waits for the
+//!   reads that run, and reads wait for the write;
+//! - in a file, in WAL mode: readers read the last commit while the
+//!   writer writes, and neither waits for the other (SQLite's WAL rule);
+//!   only COPY into the database takes `gate`.
+//!
+//! Shared cache (`cache=shared`) was not used: its connections share one
+//! b-tree whose mutex each holds for a whole `sqlite3_step`, so two
+//! aggregate queries would still run one after the other.
+//!
+//! Writes go through the one writing connection, behind its mutex. While
+//! an explicit transaction (BEGIN …) is open on it, reads go there too:
+//! they see its uncommitted changes, as on RediSQL's single connection,
+//! and a reading connection could not get a lock meanwhile.
+//!
+//! Lock order: `writer`, then `gate`, then `readers` or `defs` (each held
+//! briefly). Reads never take `writer` while holding `gate`.
 
-use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
-use parking_lot::{Mutex, MutexGuard};
-use rusqlite::config::DbConfig;
+use parking_lot::{Mutex, MutexGuard, RwLock};
 use rusqlite::{ffi, Connection, OpenFlags, MAIN_DB};
 
+use crate::conn::{Conn, Defs};
 use crate::payload::{self, Parts};
-use crate::stmt::Prepared;
-use crate::{Access, Output, Ran, RunLimits, SqlError};
-
-/// Ad-hoc statements kept compiled per database; the cache is emptied when
-/// full (clients that send many distinct texts gain nothing from it).
-const ADHOC_CACHE_MAX: usize = 256;
-
-/// How many SQLite virtual machine steps pass between deadline checks.
-const PROGRESS_STEPS: i32 = 10_000;
+use crate::{Access, Ran, RunLimits, SqlError};
 
 /// Largest image [`Database::restore`] accepts: SQLite's allocation size
 /// is an `int`.
 const MAX_IMAGE: usize = i32::MAX as usize;
 
+/// Idle reading connections kept per database; more are closed when they
+/// finish (as many can be open as threads read at once).
+const IDLE_READERS_MAX: usize = 8;
+
+/// How long a connection retries when SQLite reports the database busy
+/// (WAL recovery or checkpoints of a file; the gate prevents the rest).
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Where a database's pages live.
+#[derive(Debug)]
+enum Storage {
+    /// In memory: the memdb URI its connections open.
+    Memory(String),
+    /// In this file (WAL mode).
+    File(PathBuf),
+}
+
 /// An SQL database held by a key.
 pub struct Database {
-    inner: Mutex<Inner>,
-    /// The file it lives in; None in memory.
-    path: Option<PathBuf>,
-    /// SQLite's memory for this connection as last measured (page cache,
-    /// schema, statements), for MEMORY USAGE without taking the mutex.
+    writer: Mutex<Conn>,
+    /// Idle reading connections.
+    readers: Mutex<Vec<Conn>>,
+    /// Named statements as defined; connections compile them on use.
+    defs: Mutex<Arc<Defs>>,
+    /// Orders reads and writes where SQLite's locking cannot run them
+    /// together (see the module comment).
+    gate: RwLock<()>,
+    /// The writing connection has a transaction open (set under `gate`
+    /// held exclusively or `writer`, see [`Database::read`]).
+    in_transaction: AtomicBool,
+    storage: Storage,
+    /// SQLite's memory for this database as last measured (image, caches,
+    /// schema, statements), for MEMORY USAGE without taking a lock.
     memory: AtomicUsize,
-    /// When the running statement must stop, in ns since [`epoch`]; 0 for
-    /// no limit. Read by the progress handler.
-    deadline_ns: Arc<AtomicU64>,
-}
-
-/// The mutex-protected part. Field order matters: statements are
-/// finalized (dropped) before the connection closes.
-struct Inner {
-    adhoc: HashMap<Vec<u8>, Prepared>,
-    named: BTreeMap<Vec<u8>, Named>,
-    conn: Connection,
-}
-
-/// A statement defined with CREATE_STATEMENT.
-struct Named {
-    sql: Vec<u8>,
-    prepared: Prepared,
+    /// The reading connections' share of `memory`, as last returned.
+    readers_memory: AtomicUsize,
 }
 
 impl std::fmt::Debug for Database {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Database")
-            .field("path", &self.path)
+            .field("storage", &self.storage)
             .finish_non_exhaustive()
     }
-}
-
-/// The instant deadlines count from.
-fn epoch() -> Instant {
-    static EPOCH: OnceLock<Instant> = OnceLock::new();
-    *EPOCH.get_or_init(Instant::now)
-}
-
-fn now_ns() -> u64 {
-    epoch().elapsed().as_nanos() as u64
 }
 
 impl Database {
     /// A new, empty in-memory database.
     pub fn open_memory() -> Result<Arc<Database>, SqlError> {
-        Self::wrap(Connection::open_in_memory()?, None)
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let uri = format!(
+            "file:/vireo-sql-{}?vfs=memdb",
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(&uri, flags)?;
+        // memdb's default ceiling is 1 GiB; maxmemory is the real bound.
+        let mut limit: i64 = i64::MAX;
+        // SAFETY: the handle is open; SIZE_LIMIT reads and writes one i64.
+        unsafe {
+            ffi::sqlite3_file_control(
+                conn.handle(),
+                c"main".as_ptr(),
+                ffi::SQLITE_FCNTL_SIZE_LIMIT,
+                (&mut limit as *mut i64).cast(),
+            )
+        };
+        Self::wrap(conn, Storage::Memory(uri))
     }
 
     /// Opens (creating it if needed) the SQLite file at `path`, which the
@@ -96,84 +127,81 @@ impl Database {
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags)
             .map_err(|e| SqlError::Path(format!("cannot open SQL database file: {e}")))?;
-        let db = Self::wrap(conn, Some(path.to_path_buf()))?;
-        // A file that is not a database fails on its first read: find out now.
+        // A file that is not a database fails on its first read: find out
+        // now (switching to WAL is that first read).
+        let wal: String = conn
+            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
+            .map_err(|e| SqlError::Corrupt(e.to_string()))?;
+        if !wal.eq_ignore_ascii_case("wal") {
+            return Err(SqlError::Path(format!(
+                "cannot use WAL mode for SQL database file (journal mode {wal})"
+            )));
+        }
+        let db = Self::wrap(conn, Storage::File(path.to_path_buf()))?;
         db.check_integrity()?;
         Ok(db)
     }
 
-    fn wrap(conn: Connection, path: Option<PathBuf>) -> Result<Arc<Database>, SqlError> {
-        // Defensive mode: SQL cannot corrupt the file on purpose (writable
-        // schema, journal tricks), since clients are not trusted.
-        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true)?;
-        let deadline_ns = Arc::new(AtomicU64::new(0));
-        let deadline = Arc::clone(&deadline_ns);
-        conn.progress_handler(
-            PROGRESS_STEPS,
-            Some(move || {
-                let d = deadline.load(Ordering::Relaxed);
-                d != 0 && now_ns() > d
-            }),
-        );
+    fn wrap(conn: Connection, storage: Storage) -> Result<Arc<Database>, SqlError> {
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        if matches!(storage, Storage::Memory(_)) {
+            // Pages are read in place from the image, not copied to a cache
+            // (measured: without it, small inserts were no faster).
+            conn.pragma_update(None, "mmap_size", i64::MAX)?;
+        }
         let db = Arc::new(Database {
-            inner: Mutex::new(Inner {
-                adhoc: HashMap::new(),
-                named: BTreeMap::new(),
-                conn,
-            }),
-            path,
+            writer: Mutex::new(Conn::new(conn)?),
+            readers: Mutex::new(Vec::new()),
+            defs: Mutex::new(Arc::default()),
+            gate: RwLock::new(()),
+            in_transaction: AtomicBool::new(false),
+            storage,
             memory: AtomicUsize::new(0),
-            deadline_ns,
+            readers_memory: AtomicUsize::new(0),
         });
-        db.measure(&db.inner.lock());
+        db.measure(&mut db.writer.lock());
         Ok(db)
+    }
+
+    /// A new reading connection to this database's storage.
+    fn open_reader(&self) -> Result<Conn, SqlError> {
+        let conn = match &self.storage {
+            Storage::Memory(uri) => {
+                let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+                    | OpenFlags::SQLITE_OPEN_URI
+                    | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+                let conn = Connection::open_with_flags(uri, flags)?;
+                conn.pragma_update(None, "mmap_size", i64::MAX)?;
+                conn
+            }
+            Storage::File(path) => {
+                let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+                Connection::open_with_flags(path, flags)?
+            }
+        };
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        conn.pragma_update(None, "query_only", true)?;
+        Conn::new(conn)
     }
 
     /// The file the database lives in, None in memory.
     pub fn path(&self) -> Option<&Path> {
-        self.path.as_deref()
+        match &self.storage {
+            Storage::File(p) => Some(p),
+            Storage::Memory(_) => None,
+        }
     }
 
     /// SQLite's memory for this database as last measured, in bytes.
     pub fn memory_bytes(&self) -> usize {
-        self.memory.load(Ordering::Relaxed)
+        self.memory.load(Ordering::Relaxed) + self.readers_memory.load(Ordering::Relaxed)
     }
 
     /// Runs `sql` (one or more `;`-separated statements) with no
-    /// arguments, compiling it once per text.
-    pub fn exec(&self, sql: &[u8], access: Access, limits: RunLimits) -> Ran {
-        let mut inner = self.inner.lock();
-        let db = handle(&inner.conn);
-        if !inner.adhoc.contains_key(sql) {
-            // SAFETY: the statements are stored beside the connection
-            // they were compiled on and dropped before it.
-            let compiled = unsafe { Prepared::new(db, sql) };
-            match compiled {
-                Ok(prepared) => {
-                    if inner.adhoc.len() >= ADHOC_CACHE_MAX {
-                        inner.adhoc.clear();
-                    }
-                    inner.adhoc.insert(sql.to_vec(), prepared);
-                }
-                Err(_) => {
-                    // A script whose statements depend on each other (or
-                    // a real error, which running it reports): compile
-                    // each statement as it comes, uncached.
-                    let ran = self.tracked(db, access, limits, || {
-                        // SAFETY: db is open and locked.
-                        unsafe {
-                            crate::stmt::run_script(db, sql, access == Access::ReadOnly, limits)
-                        }
-                    });
-                    self.measure(&inner);
-                    return ran;
-                }
-            }
-        }
-        let prepared = &inner.adhoc[sql];
-        let ran = self.run(db, prepared, &[], access, limits);
-        self.measure(&inner);
-        ran
+    /// arguments, compiling it once per text and connection. Read-only
+    /// runs go to a reading connection (see the module comment).
+    pub fn exec(&self, sql: &[u8], access: Access, limits: &RunLimits) -> Ran {
+        self.on_conn(access, |conn| conn.exec(sql, access, limits))
     }
 
     /// Runs the named statement with `args` bound to `?1`, `?2`, ….
@@ -182,71 +210,77 @@ impl Database {
         name: &[u8],
         args: &[&[u8]],
         access: Access,
-        limits: RunLimits,
+        limits: &RunLimits,
     ) -> Ran {
-        let inner = self.inner.lock();
-        let Some(named) = inner.named.get(name) else {
-            return Ran {
-                result: Err(SqlError::NoStatement(
-                    "The statement is not present in the database",
-                )),
-                wrote: false,
-            };
-        };
-        let ran = self.run(handle(&inner.conn), &named.prepared, args, access, limits);
-        self.measure(&inner);
-        ran
-    }
-
-    /// Runs `prepared` under the time limit.
-    fn run(
-        &self,
-        db: *mut ffi::sqlite3,
-        prepared: &Prepared,
-        args: &[&[u8]],
-        access: Access,
-        limits: RunLimits,
-    ) -> Ran {
-        if access == Access::ReadOnly && !prepared.is_read_only() {
-            return Ran {
-                result: Err(SqlError::NotReadOnly),
-                wrote: false,
-            };
-        }
-        // SAFETY: `prepared` was compiled on `db`, whose mutex the caller holds.
-        self.tracked(db, access, limits, || unsafe {
-            prepared.run(db, args, limits)
+        let defs = Arc::clone(&self.defs.lock());
+        self.on_conn(access, |conn| {
+            conn.exec_statement(&defs, name, args, access, limits)
         })
     }
 
-    /// Runs `f` under the deadline `limits` sets for the progress handler,
-    /// and tells whether it must be logged (see [`Ran`]).
-    fn tracked(
-        &self,
-        db: *mut ffi::sqlite3,
-        access: Access,
-        limits: RunLimits,
-        f: impl FnOnce() -> Result<Output, SqlError>,
-    ) -> Ran {
-        let deadline = limits
-            .time_limit
-            .map_or(0, |t| now_ns().saturating_add(t.as_nanos() as u64).max(1));
-        // SAFETY: db is open and locked by the caller.
-        let changes_before = unsafe { ffi::sqlite3_total_changes64(db) };
-        self.deadline_ns.store(deadline, Ordering::Relaxed);
-        let result = f();
-        self.deadline_ns.store(0, Ordering::Relaxed);
-        // SAFETY: as above.
-        let changed = unsafe { ffi::sqlite3_total_changes64(db) } != changes_before;
-        let wrote = access == Access::ReadWrite && (result.is_ok() || changed);
-        Ran { result, wrote }
+    /// Runs `f` on the connection `access` calls for.
+    fn on_conn(&self, access: Access, f: impl FnOnce(&mut Conn) -> Ran) -> Ran {
+        match access {
+            Access::ReadWrite => self.write(f),
+            Access::ReadOnly => self.read(f),
+        }
+    }
+
+    /// Runs `f` on the writing connection, with the gate held for an
+    /// in-memory database.
+    fn write<R>(&self, f: impl FnOnce(&mut Conn) -> R) -> R {
+        let mut writer = self.writer.lock();
+        let gate = matches!(self.storage, Storage::Memory(_)).then(|| self.gate.write());
+        let r = f(&mut writer);
+        self.in_transaction
+            .store(writer.in_transaction(), Ordering::Relaxed);
+        drop(gate);
+        self.measure(&mut writer);
+        r
+    }
+
+    /// Runs `f` on a reading connection, or on the writing one while it
+    /// has a transaction open.
+    fn read(&self, f: impl FnOnce(&mut Conn) -> Ran) -> Ran {
+        let gate = self.gate.read();
+        // Set only by a writer holding the gate or the writer mutex: seen
+        // false under the gate, no transaction can open until we let go.
+        if self.in_transaction.load(Ordering::Relaxed) {
+            drop(gate);
+            return f(&mut self.writer.lock());
+        }
+        let idle = self.readers.lock().pop();
+        let mut conn = match idle.map_or_else(|| self.open_reader(), Ok) {
+            Ok(conn) => conn,
+            Err(e) => {
+                return Ran {
+                    result: Err(e),
+                    wrote: false,
+                }
+            }
+        };
+        let ran = f(&mut conn);
+        drop(gate);
+        let before = conn.measured();
+        let now = conn.measure();
+        // Added before subtracted: the sum never dips below zero.
+        self.readers_memory.fetch_add(now, Ordering::Relaxed);
+        self.readers_memory.fetch_sub(before, Ordering::Relaxed);
+        let mut idle = self.readers.lock();
+        if idle.len() < IDLE_READERS_MAX {
+            idle.push(conn);
+        } else {
+            self.readers_memory.fetch_sub(now, Ordering::Relaxed);
+        }
+        ran
     }
 
     /// Defines statement `name` (CREATE_STATEMENT), or replaces it when
     /// `replace` (UPDATE_STATEMENT), which requires it to exist.
     pub fn define_statement(&self, name: &[u8], sql: &[u8], replace: bool) -> Result<(), SqlError> {
-        let mut inner = self.inner.lock();
-        match (inner.named.contains_key(name), replace) {
+        let writer = self.writer.lock();
+        let mut defs = self.defs.lock();
+        match (defs.sql.contains_key(name), replace) {
             (true, false) => return Err(SqlError::StatementExists),
             (false, true) => {
                 return Err(SqlError::NoStatement(
@@ -255,36 +289,33 @@ impl Database {
             }
             _ => {}
         }
-        // SAFETY: stored beside its connection, dropped before it.
-        let prepared = unsafe { Prepared::new(handle(&inner.conn), sql)? };
-        inner.named.insert(
-            name.to_vec(),
-            Named {
-                sql: sql.to_vec(),
-                prepared,
-            },
-        );
-        self.measure(&inner);
+        writer.check_compiles(sql)?;
+        let mut next = Defs::clone(&defs);
+        next.sql.insert(name.to_vec(), sql.to_vec());
+        next.generation += 1;
+        *defs = Arc::new(next);
         Ok(())
     }
 
     /// Removes statement `name` (DELETE_STATEMENT).
     pub fn delete_statement(&self, name: &[u8]) -> Result<(), SqlError> {
-        let mut inner = self.inner.lock();
-        inner.named.remove(name).ok_or(SqlError::NoStatement(
+        let _writer = self.writer.lock();
+        let mut defs = self.defs.lock();
+        let mut next = Defs::clone(&defs);
+        next.sql.remove(name).ok_or(SqlError::NoStatement(
             "The statement is not present in the database, impossible to delete it.",
         ))?;
-        self.measure(&inner);
+        next.generation += 1;
+        *defs = Arc::new(next);
         Ok(())
     }
 
     /// The named statements as (name, SQL), in name order.
     pub fn statements(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
-        let inner = self.inner.lock();
-        inner
-            .named
+        let defs = Arc::clone(&self.defs.lock());
+        defs.sql
             .iter()
-            .map(|(n, s)| (n.clone(), s.sql.clone()))
+            .map(|(n, s)| (n.clone(), s.clone()))
             .collect()
     }
 
@@ -294,20 +325,30 @@ impl Database {
         if std::ptr::eq(self, dst) {
             return Ok(());
         }
-        let (src, mut dst_inner) = lock_pair(self, dst);
-        backup(&src.conn, &mut dst_inner.conn)?;
-        let statements: Vec<(Vec<u8>, Vec<u8>)> = src
-            .named
-            .iter()
-            .map(|(n, s)| (n.clone(), s.sql.clone()))
-            .collect();
-        drop(src);
-        install_statements(
-            &mut dst_inner,
-            statements.iter().map(|(n, s)| (&n[..], &s[..])),
-        )?;
-        dst.measure(&dst_inner);
+        let (src_writer, mut dst_writer) = lock_pair(self, dst);
+        // Backing up into a database needs it to itself: no reader.
+        let _dst_gate = dst.gate.write();
+        backup(&src_writer.conn, &mut dst_writer.conn)?;
+        drop(src_writer);
+        let defs = Arc::clone(&self.defs.lock());
+        dst.replace_statements(&mut dst_writer, &defs.sql);
+        dst.measure(&mut dst_writer);
         Ok(())
+    }
+
+    /// Replaces the named statements with `sql` (name → SQL); every
+    /// connection recompiles what it uses (the schema changed too).
+    fn replace_statements(
+        &self,
+        writer: &mut Conn,
+        sql: &std::collections::BTreeMap<Vec<u8>, Vec<u8>>,
+    ) {
+        writer.forget_statements();
+        let mut defs = self.defs.lock();
+        *defs = Arc::new(Defs {
+            generation: defs.generation + 1,
+            sql: sql.clone(),
+        });
     }
 
     /// An in-memory copy of this database with its statements (Redis's
@@ -320,26 +361,28 @@ impl Database {
     }
 
     /// The payload of this database ([`crate::payload`]): its path, its
-    /// statements and its image.
+    /// statements and its image as the writing connection sees it (an
+    /// open transaction's changes included: sqlite3_serialize reads a
+    /// named memdb image through the connection's pages, as a file's).
     pub fn serialize(&self) -> Result<Vec<u8>, SqlError> {
-        let inner = self.inner.lock();
-        let image = inner.conn.serialize(MAIN_DB)?;
-        let path = self.path.as_ref().map(|p| p.as_os_str().as_encoded_bytes());
-        let statements = inner
-            .named
-            .iter()
-            .map(|(n, s)| (&n[..], &s.sql[..]))
-            .collect();
-        let mut out = Vec::with_capacity(image.len() + 64);
-        payload::encode(
-            &mut out,
-            &Parts {
-                path,
-                statements,
-                image: &image,
-            },
-        );
-        Ok(out)
+        let writer = self.writer.lock();
+        let path = self.path().map(|p| p.as_os_str().as_encoded_bytes());
+        let defs = Arc::clone(&self.defs.lock());
+        let encode = |image: &[u8]| {
+            let mut out = Vec::with_capacity(image.len() + 64);
+            let statements = defs.sql.iter().map(|(n, s)| (&n[..], &s[..])).collect();
+            payload::encode(
+                &mut out,
+                &Parts {
+                    path,
+                    statements,
+                    image,
+                },
+            );
+            out
+        };
+        let image = writer.conn.serialize(MAIN_DB)?;
+        Ok(encode(&image))
     }
 
     /// Rebuilds a database from its payload. A file-backed one reopens its
@@ -348,105 +391,123 @@ impl Database {
     /// content. Corrupt payloads and images are errors.
     pub fn restore(bytes: &[u8]) -> Result<Arc<Database>, SqlError> {
         let parts = payload::decode(bytes)?;
-        let mem = Database::open_memory()?;
-        mem.load_image(parts.image)?;
+        let image = load_image(parts.image)?;
         let db = match parts.path {
-            None => mem,
-            Some(p) => {
-                let path = crate::path::resolve(p)?;
-                let file = Database::open_file(&path)?;
-                // No image (the save could not read the database): the
-                // file's own content stands.
-                if !parts.image.is_empty() {
-                    mem.copy_into(&file)?;
-                }
-                file
-            }
+            None => Database::open_memory()?,
+            Some(p) => Database::open_file(&crate::path::resolve(p)?)?,
         };
-        {
-            let mut inner = db.inner.lock();
-            install_statements(&mut inner, parts.statements.iter().copied())?;
-            db.measure(&inner);
+        let mut writer = db.writer.lock();
+        // No image (the save could not read a file-backed database): the
+        // file's own content stands.
+        if let Some(image) = image {
+            backup(&image, &mut writer.conn)?;
         }
+        for (_, sql) in &parts.statements {
+            writer.check_compiles(sql)?;
+        }
+        let sql = parts
+            .statements
+            .iter()
+            .map(|(n, s)| (n.to_vec(), s.to_vec()))
+            .collect();
+        db.replace_statements(&mut writer, &sql);
+        db.measure(&mut writer);
+        drop(writer);
         Ok(db)
-    }
-
-    /// Replaces this (fresh, in-memory) database's content with `image`,
-    /// then checks it: SQLite only notices corruption when it reads a
-    /// damaged page, and a payload must fail when it is loaded, not later.
-    fn load_image(&self, image: &[u8]) -> Result<(), SqlError> {
-        if image.is_empty() {
-            return Ok(());
-        }
-        if image.len() > MAX_IMAGE {
-            return Err(SqlError::Corrupt("database image too large".into()));
-        }
-        if !image.starts_with(b"SQLite format 3\0") {
-            return Err(SqlError::Corrupt("not an SQLite database image".into()));
-        }
-        {
-            let mut inner = self.inner.lock();
-            inner
-                .conn
-                .deserialize_read_exact(MAIN_DB, image, image.len(), false)
-                .map_err(|e| SqlError::Corrupt(e.to_string()))?;
-        }
-        self.check_integrity()
     }
 
     /// `PRAGMA quick_check`: an error unless SQLite finds the file sound.
     fn check_integrity(&self) -> Result<(), SqlError> {
-        let inner = self.inner.lock();
-        let verdict: String = inner
-            .conn
-            .query_row("PRAGMA quick_check", [], |r| r.get(0))
-            .map_err(|e| SqlError::Corrupt(e.to_string()))?;
-        if verdict != "ok" {
-            return Err(SqlError::Corrupt(verdict));
+        quick_check(&self.writer.lock().conn)
+    }
+
+    /// Records SQLite's memory for the image and the writing connection
+    /// (see [`Database::memory_bytes`]).
+    fn measure(&self, writer: &mut Conn) {
+        let image = match self.storage {
+            Storage::Memory(_) => image_bytes(writer.handle()),
+            Storage::File(_) => 0,
+        };
+        self.memory
+            .store(image + writer.measure(), Ordering::Relaxed);
+    }
+}
+
+/// The size of the memdb image under connection `db`'s main database.
+fn image_bytes(db: *mut ffi::sqlite3) -> usize {
+    let mut file: *mut ffi::sqlite3_file = std::ptr::null_mut();
+    let mut size: ffi::sqlite3_int64 = 0;
+    // SAFETY: db is open and its caller has it; FILE_POINTER stores the
+    // main database's sqlite3_file (owned by SQLite, alive while db is)
+    // into `file`; xFileSize writes one i64.
+    unsafe {
+        ffi::sqlite3_file_control(
+            db,
+            c"main".as_ptr(),
+            ffi::SQLITE_FCNTL_FILE_POINTER,
+            (&mut file as *mut *mut ffi::sqlite3_file).cast(),
+        );
+        if let Some(size_of) = file
+            .as_ref()
+            .and_then(|f| f.pMethods.as_ref())
+            .and_then(|m| m.xFileSize)
+        {
+            size_of(file, &mut size);
         }
-        Ok(())
     }
-
-    /// Records SQLite's memory for this connection (see
-    /// [`Database::memory_bytes`]).
-    fn measure(&self, inner: &MutexGuard<'_, Inner>) {
-        let db = handle(&inner.conn);
-        let used = [
-            ffi::SQLITE_DBSTATUS_CACHE_USED,
-            ffi::SQLITE_DBSTATUS_SCHEMA_USED,
-            ffi::SQLITE_DBSTATUS_STMT_USED,
-        ]
-        .iter()
-        .map(|&op| {
-            let (mut cur, mut hi) = (0, 0);
-            // SAFETY: db is open; the out-pointers are valid locals.
-            unsafe { ffi::sqlite3_db_status(db, op, &mut cur, &mut hi, 0) };
-            cur.max(0) as usize
-        })
-        .sum();
-        self.memory.store(used, Ordering::Relaxed);
-    }
+    usize::try_from(size).unwrap_or(0)
 }
 
-/// The raw handle of `conn`, for the statement layer.
-fn handle(conn: &Connection) -> *mut ffi::sqlite3 {
-    // SAFETY: the handle is only used while `conn` is alive and locked
-    // (the Inner that owns it is borrowed by every caller).
-    unsafe { conn.handle() }
-}
-
-/// Locks two distinct databases in address order (so two COPYs in
-/// opposite directions cannot deadlock); returns (a's, b's) guards.
-fn lock_pair<'a>(
-    a: &'a Database,
-    b: &'a Database,
-) -> (MutexGuard<'a, Inner>, MutexGuard<'a, Inner>) {
-    if (a as *const Database) < (b as *const Database) {
-        let ga = a.inner.lock();
-        (ga, b.inner.lock())
+/// A private in-memory connection holding `image`, checked (SQLite only
+/// notices corruption when it reads a damaged page, and a payload must
+/// fail when it is loaded, not later); None for an empty image.
+fn load_image(image: &[u8]) -> Result<Option<Connection>, SqlError> {
+    if image.is_empty() {
+        return Ok(None);
+    }
+    if image.len() > MAX_IMAGE {
+        return Err(SqlError::Corrupt("database image too large".into()));
+    }
+    if !image.starts_with(b"SQLite format 3\0") {
+        return Err(SqlError::Corrupt("not an SQLite database image".into()));
+    }
+    // A file database's image says WAL (format bytes 18 and 19 are 2),
+    // which an image in memory cannot use: read it as a rollback one.
+    let image: std::borrow::Cow<'_, [u8]> = if image.get(18..20) == Some(&[2, 2][..]) {
+        let mut legacy = image.to_vec();
+        legacy[18..20].copy_from_slice(&[1, 1]);
+        legacy.into()
     } else {
-        let gb = b.inner.lock();
-        (a.inner.lock(), gb)
+        image.into()
+    };
+    let mut conn = Connection::open_in_memory()?;
+    conn.deserialize_read_exact(MAIN_DB, &image[..], image.len(), false)
+        .map_err(|e| SqlError::Corrupt(e.to_string()))?;
+    quick_check(&conn)?;
+    Ok(Some(conn))
+}
+
+/// `PRAGMA quick_check` on `conn`: an error unless SQLite finds it sound.
+fn quick_check(conn: &Connection) -> Result<(), SqlError> {
+    let verdict: String = conn
+        .query_row("PRAGMA quick_check", [], |r| r.get(0))
+        .map_err(|e| SqlError::Corrupt(e.to_string()))?;
+    if verdict != "ok" {
+        return Err(SqlError::Corrupt(verdict));
+    }
+    Ok(())
+}
+
+/// Locks the writing connections of two distinct databases in address
+/// order (so two COPYs in opposite directions cannot deadlock); returns
+/// (a's, b's) guards.
+fn lock_pair<'a>(a: &'a Database, b: &'a Database) -> (MutexGuard<'a, Conn>, MutexGuard<'a, Conn>) {
+    if (a as *const Database) < (b as *const Database) {
+        let ga = a.writer.lock();
+        (ga, b.writer.lock())
+    } else {
+        let gb = b.writer.lock();
+        (a.writer.lock(), gb)
     }
 }
 
@@ -463,42 +524,20 @@ fn backup(src: &Connection, dst: &mut Connection) -> Result<(), SqlError> {
     }
 }
 
-/// Replaces `inner`'s named statements with `statements`, compiled on its
-/// connection; the ad-hoc cache is emptied too (the schema changed).
-fn install_statements<'s>(
-    inner: &mut Inner,
-    statements: impl Iterator<Item = (&'s [u8], &'s [u8])>,
-) -> Result<(), SqlError> {
-    inner.adhoc.clear();
-    inner.named.clear();
-    let db = handle(&inner.conn);
-    for (name, sql) in statements {
-        // SAFETY: stored beside its connection, dropped before it.
-        let prepared = unsafe { Prepared::new(db, sql)? };
-        inner.named.insert(
-            name.to_vec(),
-            Named {
-                sql: sql.to_vec(),
-                prepared,
-            },
-        );
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Cell;
+    use crate::{Cell, Output};
     use std::time::Duration;
 
     const LIMITS: RunLimits = RunLimits {
         max_result_bytes: 1 << 20,
         time_limit: Some(Duration::from_secs(5)),
+        abandon: None,
     };
 
     fn exec(db: &Database, sql: &str) -> Result<Output, SqlError> {
-        db.exec(sql.as_bytes(), Access::ReadWrite, LIMITS).result
+        db.exec(sql.as_bytes(), Access::ReadWrite, &LIMITS).result
     }
 
     #[test]
@@ -547,7 +586,7 @@ mod tests {
         let db = Database::open_memory().unwrap();
         exec(&db, "CREATE TABLE t(a)").unwrap();
         let r = db
-            .exec(b"INSERT INTO t VALUES(1)", Access::ReadOnly, LIMITS)
+            .exec(b"INSERT INTO t VALUES(1)", Access::ReadOnly, &LIMITS)
             .result;
         assert_eq!(r, Err(SqlError::NotReadOnly));
         assert_eq!(
@@ -576,7 +615,7 @@ mod tests {
         let args: Vec<Vec<u8>> = vec![b"7".to_vec(), b"seven".to_vec()];
         let refs: Vec<&[u8]> = args.iter().map(|a| &a[..]).collect();
         assert_eq!(
-            db.exec_statement(b"ins", &refs, Access::ReadWrite, LIMITS)
+            db.exec_statement(b"ins", &refs, Access::ReadWrite, &LIMITS)
                 .result,
             Ok(Output::Done(1))
         );
@@ -584,16 +623,16 @@ mod tests {
         // second run with other arguments sees only those.
         drop(refs);
         drop(args);
-        db.exec_statement(b"ins", &[b"8", b"eight"], Access::ReadWrite, LIMITS)
+        db.exec_statement(b"ins", &[b"8", b"eight"], Access::ReadWrite, &LIMITS)
             .result
             .unwrap();
         assert_eq!(
-            db.exec_statement(b"ins", &[b"1"], Access::ReadWrite, LIMITS)
+            db.exec_statement(b"ins", &[b"1"], Access::ReadWrite, &LIMITS)
                 .result,
             Err(SqlError::Misuse(crate::PARAMETER_MISUSE))
         );
         assert_eq!(
-            db.exec_statement(b"ins", &[b"1", b"2"], Access::ReadOnly, LIMITS)
+            db.exec_statement(b"ins", &[b"1", b"2"], Access::ReadOnly, &LIMITS)
                 .result,
             Err(SqlError::NotReadOnly)
         );
@@ -620,7 +659,7 @@ mod tests {
         let forever =
             b"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c";
         assert_eq!(
-            db.exec(forever, Access::ReadOnly, limits).result,
+            db.exec(forever, Access::ReadOnly, &limits).result,
             Err(SqlError::Interrupted)
         );
         // The database is usable afterwards.
@@ -634,6 +673,208 @@ mod tests {
     }
 
     #[test]
+    fn an_abandoned_statement_is_interrupted() {
+        struct Gone;
+        impl crate::Abandon for Gone {
+            fn abandoned(&self) -> bool {
+                true
+            }
+        }
+        let db = Database::open_memory().unwrap();
+        let limits = RunLimits {
+            time_limit: None,
+            abandon: Some(Arc::new(Gone)),
+            ..LIMITS
+        };
+        let forever =
+            b"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c";
+        assert_eq!(
+            db.exec(forever, Access::ReadOnly, &limits).result,
+            Err(SqlError::Interrupted)
+        );
+        assert!(db
+            .exec(b"SELECT 1", Access::ReadOnly, &LIMITS)
+            .result
+            .is_ok());
+    }
+
+    #[test]
+    fn sql_cannot_attach_files() {
+        let db = Database::open_memory().unwrap();
+        let dir = std::env::temp_dir().join(format!("vireo-sql-attach-{}", std::process::id()));
+        let file = dir.to_str().unwrap().to_string();
+        for sql in [
+            format!("ATTACH '{file}' AS x"),
+            format!("ATTACH ('{file}' || '2') AS x"),
+            format!("VACUUM INTO '{file}'"),
+        ] {
+            let refused = exec(&db, &sql);
+            assert!(
+                matches!(&refused, Err(SqlError::Sql(m)) if m.contains("authoriz")),
+                "{sql}: {refused:?}"
+            );
+        }
+        assert!(!dir.exists());
+        exec(&db, "CREATE TABLE t(a); INSERT INTO t VALUES(1)").unwrap();
+        exec(&db, "VACUUM").unwrap();
+        exec(&db, "ATTACH ':memory:' AS m; CREATE TABLE m.u(b); DETACH m").unwrap();
+    }
+
+    /// A run's [`crate::Abandon`] that raises `mine` while it runs and
+    /// gives up once `other` is raised too: called while the statement
+    /// runs, it proves what ran at the same time without a clock.
+    struct Meet {
+        mine: Arc<std::sync::atomic::AtomicBool>,
+        other: Arc<std::sync::atomic::AtomicBool>,
+    }
+
+    impl crate::Abandon for Meet {
+        fn abandoned(&self) -> bool {
+            self.mine.store(true, Ordering::SeqCst);
+            self.other.load(Ordering::SeqCst)
+        }
+    }
+
+    const FOREVER: &[u8] =
+        b"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c";
+
+    /// Limits for a run that only its [`Meet`] (or 30 s) can stop.
+    fn meeting(
+        mine: &Arc<std::sync::atomic::AtomicBool>,
+        other: &Arc<std::sync::atomic::AtomicBool>,
+    ) -> RunLimits {
+        RunLimits {
+            time_limit: Some(Duration::from_secs(30)),
+            abandon: Some(Arc::new(Meet {
+                mine: Arc::clone(mine),
+                other: Arc::clone(other),
+            })),
+            ..LIMITS
+        }
+    }
+
+    #[test]
+    fn reads_of_one_database_run_at_the_same_time() {
+        let db = Database::open_memory().unwrap();
+        exec(&db, "CREATE TABLE t(a); INSERT INTO t VALUES(1)").unwrap();
+        let (a, b) = (Arc::default(), Arc::default());
+        let started = std::time::Instant::now();
+        let (la, lb) = (meeting(&a, &b), meeting(&b, &a));
+        let other = {
+            let db = Arc::clone(&db);
+            std::thread::spawn(move || db.exec(FOREVER, Access::ReadOnly, &lb).result)
+        };
+        let mine = db.exec(FOREVER, Access::ReadOnly, &la).result;
+        // Each saw the other running and stopped (not at the time limit).
+        assert_eq!(mine, Err(SqlError::Interrupted));
+        assert_eq!(other.join().unwrap(), Err(SqlError::Interrupted));
+        assert!(started.elapsed() < Duration::from_secs(30));
+        // Reads between two connections of one memdb image see writes.
+        exec(&db, "INSERT INTO t VALUES(2)").unwrap();
+        assert_eq!(
+            db.exec(b"SELECT count(*) FROM t", Access::ReadOnly, &LIMITS)
+                .result,
+            Ok(rows1(Cell::Int(2)))
+        );
+    }
+
+    #[test]
+    fn a_file_database_writes_while_a_read_runs() {
+        let dir = std::env::temp_dir().join(format!("vireo-sql-wal-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let db = Database::open_file(&dir.join("w.db")).unwrap();
+        exec(&db, "CREATE TABLE t(a)").unwrap();
+        let (reading, written) = (Arc::default(), Arc::default());
+        let limits = meeting(&reading, &written);
+        let read = {
+            let db = Arc::clone(&db);
+            std::thread::spawn(move || db.exec(FOREVER, Access::ReadOnly, &limits).result)
+        };
+        while !reading.load(Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
+        // The read runs (and can only end once this write is done).
+        exec(&db, "INSERT INTO t VALUES(1)").unwrap();
+        written.store(true, Ordering::SeqCst);
+        assert_eq!(read.join().unwrap(), Err(SqlError::Interrupted));
+        assert_eq!(
+            db.exec(b"SELECT count(*) FROM t", Access::ReadOnly, &LIMITS)
+                .result,
+            Ok(rows1(Cell::Int(1)))
+        );
+        drop(db);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_file_database_in_wal_mode_restores_from_its_payload() {
+        let dir = std::env::temp_dir().join(format!("vireo-sql-walr-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let db = Database::open_file(&dir.join("r.db")).unwrap();
+        exec(&db, "CREATE TABLE t(a); INSERT INTO t VALUES(5)").unwrap();
+        let bytes = db.serialize().unwrap();
+        let parts = payload::decode(&bytes).unwrap();
+        // Into memory (the image alone), as a COPY or a moved file would.
+        let mut in_memory = Vec::new();
+        payload::encode(
+            &mut in_memory,
+            &Parts {
+                image: parts.image,
+                ..Parts::default()
+            },
+        );
+        let back = Database::restore(&in_memory).unwrap();
+        assert_eq!(
+            back.exec(b"SELECT a FROM t", Access::ReadOnly, &LIMITS)
+                .result,
+            Ok(Output::Rows {
+                columns: vec![b"a".to_vec()],
+                rows: vec![vec![Cell::Int(5)]],
+            })
+        );
+        drop(db);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn reads_inside_an_open_transaction_see_its_changes() {
+        let db = Database::open_memory().unwrap();
+        exec(&db, "CREATE TABLE t(a)").unwrap();
+        exec(&db, "BEGIN; INSERT INTO t VALUES(1)").unwrap();
+        let count = |db: &Database| {
+            db.exec(b"SELECT count(*) FROM t", Access::ReadOnly, &LIMITS)
+                .result
+        };
+        assert_eq!(count(&db), Ok(rows1(Cell::Int(1))));
+        // The payload holds what the transaction's connection sees.
+        let back = Database::restore(&db.serialize().unwrap()).unwrap();
+        assert_eq!(count(&back), Ok(rows1(Cell::Int(1))));
+        exec(&db, "ROLLBACK").unwrap();
+        assert_eq!(count(&db), Ok(rows1(Cell::Int(0))));
+    }
+
+    #[test]
+    fn names_that_are_not_utf8_are_errors_or_results() {
+        let db = Database::open_memory().unwrap();
+        let r = db.exec(b"SELECT \xff\xfe FROM t", Access::ReadOnly, &LIMITS);
+        assert!(r.result.is_err());
+        db.exec(
+            b"CREATE TABLE \"t\xff\"(\"c\xfe\")",
+            Access::ReadWrite,
+            &LIMITS,
+        )
+        .result
+        .unwrap();
+        db.exec(
+            b"SELECT \"c\xfe\" FROM \"t\xff\"",
+            Access::ReadOnly,
+            &LIMITS,
+        )
+        .result
+        .unwrap();
+    }
+
+    #[test]
     fn results_beyond_the_limit_fail() {
         let db = Database::open_memory().unwrap();
         let limits = RunLimits {
@@ -643,7 +884,7 @@ mod tests {
         let r = db.exec(
             b"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 1000) SELECT x FROM c",
             Access::ReadOnly,
-            limits,
+            &limits,
         );
         assert_eq!(r.result, Err(SqlError::ResultTooLarge));
     }
@@ -661,21 +902,21 @@ mod tests {
             rows: vec![vec![Cell::Int(42)]],
         };
         assert_eq!(
-            back.exec_statement(b"get", &[], Access::ReadOnly, LIMITS)
+            back.exec_statement(b"get", &[], Access::ReadOnly, &LIMITS)
                 .result,
             Ok(want.clone())
         );
         let copy = db.duplicate().unwrap();
         exec(&db, "DELETE FROM t").unwrap();
         assert_eq!(
-            copy.exec_statement(b"get", &[], Access::ReadOnly, LIMITS)
+            copy.exec_statement(b"get", &[], Access::ReadOnly, &LIMITS)
                 .result,
             Ok(want.clone())
         );
         let dst = Database::open_memory().unwrap();
         copy.copy_into(&dst).unwrap();
         assert_eq!(
-            dst.exec_statement(b"get", &[], Access::ReadOnly, LIMITS)
+            dst.exec_statement(b"get", &[], Access::ReadOnly, &LIMITS)
                 .result,
             Ok(want)
         );
@@ -717,8 +958,8 @@ mod tests {
             match Database::restore(&bytes) {
                 Ok(back) => {
                     loaded += 1;
-                    let _ = back.exec(b"SELECT * FROM t ORDER BY b", Access::ReadOnly, LIMITS);
-                    let _ = back.exec_statement(b"q", &[b"5"], Access::ReadOnly, LIMITS);
+                    let _ = back.exec(b"SELECT * FROM t ORDER BY b", Access::ReadOnly, &LIMITS);
+                    let _ = back.exec_statement(b"q", &[b"5"], Access::ReadOnly, &LIMITS);
                 }
                 Err(_) => refused += 1,
             }

@@ -4,10 +4,15 @@
 //! command set). It knows nothing of keys, shards or RESP: the server looks
 //! a key up, clones the `Arc<Database>` it holds and calls in here.
 //!
-//! - [`Database`] (`database.rs`): one SQLite connection behind a mutex,
-//!   its cache of ad-hoc statements, its named statements, a time limit
-//!   enforced by SQLite's progress handler, serialization for RDB / DUMP
-//!   and copies with the backup API.
+//! - [`Database`] (`database.rs`): a writing connection behind a mutex
+//!   and a pool of reading connections over the same storage (a private
+//!   memdb image in memory, WAL for files), so reads run side by side;
+//!   its named statements, serialization for RDB / DUMP and copies with
+//!   the backup API.
+//! - `conn.rs`: one connection, its compiled statements, and the
+//!   authorizer that keeps files out of SQL's reach.
+//! - `watch.rs`: what stops a running statement (its time limit, or its
+//!   client gone: [`Abandon`]), asked by SQLite's progress handler.
 //! - `stmt.rs`: statements prepared once and bound to the client's bytes
 //!   without copying them (`SQLITE_STATIC`).
 //! - [`payload`]: the byte form of a database (path, statements, image),
@@ -19,17 +24,20 @@
 //! - `value.rs`: a database as the store's module value (TYPE, RDB id,
 //!   payload, deep copy) and the decoder [`register`] installs.
 
+mod conn;
 mod database;
 pub mod memory;
 pub mod path;
 pub mod payload;
 mod stmt;
 mod value;
+mod watch;
 
 pub use database::Database;
 pub use stmt::PARAMETER_MISUSE;
 pub use value::{database_of, register, wrap, MODULE_ID, TYPE_NAME};
 
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The SQLite library version linked in (`sqlite3_libversion`).
@@ -91,13 +99,40 @@ pub struct Ran {
 }
 
 /// Bounds on one run.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Default)]
 pub struct RunLimits {
     /// Largest result in bytes of cell data (plus 16 per cell) before the
     /// run fails with [`SqlError::ResultTooLarge`].
     pub max_result_bytes: usize,
     /// Longest a run may take before SQLite is interrupted; None: no limit.
     pub time_limit: Option<Duration>,
+    /// Asked every [`ABANDON_POLL`] while the run goes on whether anyone
+    /// still wants its result; None: the run is always wanted.
+    pub abandon: Option<Arc<dyn Abandon>>,
+}
+
+impl std::fmt::Debug for RunLimits {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunLimits")
+            .field("max_result_bytes", &self.max_result_bytes)
+            .field("time_limit", &self.time_limit)
+            .field("abandon", &self.abandon.is_some())
+            .finish()
+    }
+}
+
+/// How often a running statement asks its [`Abandon`]: often enough that
+/// a disconnected client's query stops at once to a human, rarely enough
+/// that the question (a system call, for a socket) costs nothing.
+pub const ABANDON_POLL: Duration = Duration::from_millis(10);
+
+/// Whoever started a run, asked while it runs whether it still wants the
+/// result (its client may have disconnected or been killed, or the server
+/// may be stopping). When it answers yes, SQLite is interrupted and the
+/// run fails with [`SqlError::Interrupted`], as past its time limit.
+pub trait Abandon: Send + Sync {
+    /// True when the run should stop now.
+    fn abandoned(&self) -> bool;
 }
 
 /// How a run may touch the database.

@@ -17,7 +17,7 @@ use std::ptr;
 
 use rusqlite::ffi;
 
-use crate::{Cell, Output, RunLimits, SqlError};
+use crate::{Cell, Output, SqlError};
 
 /// RediSQL's error for a parameter count that does not match the
 /// arguments given (its statements only take `?NNN` parameters, no gaps).
@@ -96,8 +96,11 @@ pub struct Prepared {
     read_only: bool,
 }
 
-// SAFETY: a Prepared is only used while its database's mutex is held (the
-// Database owns both), so SQLite never sees two threads on it at once.
+// SAFETY: a Prepared lives in the `Conn` of the connection it was compiled
+// on, and a `Conn` is used by one thread at a time (taken from its
+// database's pool, or behind the writer's mutex), so SQLite never sees two
+// threads on it at once; moving it to another thread is what SQLite's
+// multi-thread mode (NO_MUTEX connections) allows.
 unsafe impl Send for Prepared {}
 
 impl Prepared {
@@ -143,7 +146,7 @@ impl Prepared {
         &self,
         db: *mut ffi::sqlite3,
         args: &[&[u8]],
-        limits: RunLimits,
+        max_result_bytes: usize,
     ) -> Result<Output, SqlError> {
         if args.len() != self.params {
             return Err(SqlError::Misuse(PARAMETER_MISUSE));
@@ -155,7 +158,7 @@ impl Prepared {
             let s = stmt.0.as_ptr();
             // SAFETY: the bindings point into `args`, borrowed for this
             // whole call; `finish` clears them before the borrow ends.
-            let result = unsafe { bind(s, args).and_then(|()| collect(db, s, limits)) };
+            let result = unsafe { bind(s, args).and_then(|()| collect(db, s, max_result_bytes)) };
             // SAFETY: s is a live statement.
             unsafe { finish(s) };
             if let Some(rows) = result? {
@@ -211,7 +214,7 @@ pub(crate) unsafe fn run_script(
     db: *mut ffi::sqlite3,
     sql: &[u8],
     read_only: bool,
-    limits: RunLimits,
+    max_result_bytes: usize,
 ) -> Result<Output, SqlError> {
     // SAFETY: db is open (caller's contract).
     let changes_before = unsafe { ffi::sqlite3_total_changes64(db) };
@@ -226,7 +229,7 @@ pub(crate) unsafe fn run_script(
             return Err(SqlError::NotReadOnly);
         }
         // SAFETY: stmt is live and has no bindings.
-        let result = unsafe { collect(db, stmt.0.as_ptr(), limits) };
+        let result = unsafe { collect(db, stmt.0.as_ptr(), max_result_bytes) };
         if let Some(rows) = result? {
             output = Some(rows);
         }
@@ -292,7 +295,7 @@ unsafe fn finish(s: *mut ffi::sqlite3_stmt) {
 unsafe fn collect(
     db: *mut ffi::sqlite3,
     s: *mut ffi::sqlite3_stmt,
-    limits: RunLimits,
+    max_result_bytes: usize,
 ) -> Result<Option<Output>, SqlError> {
     let mut rows: Vec<Vec<Cell>> = Vec::new();
     let mut bytes = 0usize;
@@ -303,7 +306,7 @@ unsafe fn collect(
                 // SAFETY: s just produced a row.
                 let row = unsafe { read_row(s) };
                 bytes = bytes.saturating_add(row.iter().map(Cell::weight).sum::<usize>());
-                if bytes > limits.max_result_bytes {
+                if bytes > max_result_bytes {
                     return Err(SqlError::ResultTooLarge);
                 }
                 rows.push(row);

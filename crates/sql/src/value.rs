@@ -108,11 +108,12 @@ mod tests {
         let limits = crate::RunLimits {
             max_result_bytes: 1 << 20,
             time_limit: None,
+            abandon: None,
         };
         db.exec(
             b"CREATE TABLE t(a); INSERT INTO t VALUES('x')",
             crate::Access::ReadWrite,
-            limits,
+            &limits,
         )
         .result
         .unwrap();
@@ -124,7 +125,7 @@ mod tests {
         };
         let back = database_of(&back).unwrap();
         let out = back
-            .exec(b"SELECT a FROM t", crate::Access::ReadOnly, limits)
+            .exec(b"SELECT a FROM t", crate::Access::ReadOnly, &limits)
             .result
             .unwrap();
         assert_eq!(

@@ -15,7 +15,10 @@
 //! (QUERY, QUERY_STATEMENT and the reading half of the `.INTO` forms) take
 //! the database's `Arc` out of the entry and let go of the shards while the
 //! query runs (`Keys::unlocked`), so a long query holds up no other key;
-//! the database's own mutex orders it with the writers. Writes (EXEC,
+//! reads run side by side on reading connections of their own, and the
+//! database orders them with its writer as SQLite allows (`vireo-sql`'s
+//! `database.rs`: in memory a write waits for running reads, in a file
+//! (WAL) neither waits). Writes (EXEC,
 //! EXEC_STATEMENT, …) keep the shard for their duration: that keeps the
 //! AOF in execution order and a snapshot's cut consistent with the log, as
 //! for every other write. Inside MULTI and scripts nothing is let go (the
@@ -27,21 +30,25 @@
 //! database as opened, so a replay starts from the file's content then.
 //! A run that passes `sql-time-limit` is interrupted by SQLite. A query
 //! occupies the worker thread that runs it (as a script does): other keys
-//! are served by the other workers and by this one once it returns; a
-//! client that disconnects meanwhile is noticed only afterwards, so the
-//! time limit, not the disconnect, is what stops a runaway statement.
+//! are served by the other workers and by this one once it returns. So
+//! the run itself watches its client ([`ClientGone`], asked by SQLite's
+//! progress handler every few milliseconds): a client that disconnects
+//! or is killed (CLIENT KILL), or a server that shuts down, interrupts
+//! the statement at once instead of at the time limit.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use vireo_resp::{Args, ReplyBuf};
-use vireo_sql::{Access, Cell, Database, Output, Ran, RunLimits, SqlError};
+use vireo_sql::{Abandon, Access, Cell, Database, Output, Ran, RunLimits, SqlError};
 use vireo_store::stream::{AddId, Stream, StreamId};
 use vireo_store::{Value, ValueRef};
 
 use super::{errors, flags::*, spec, CommandSpec, Ctx, KeySpec, KEY1};
 use crate::exec::notify::class as ev;
+use crate::net::client::ClientShared;
+use crate::server::Server;
 
 /// Keys at arguments 1 and 2 (COPY's source and destination, `.INTO`'s
 /// stream and database).
@@ -161,13 +168,15 @@ fn count(which: Stat, ok: bool) {
     c[if ok { 1 } else { 2 }].fetch_add(1, Ordering::Relaxed);
 }
 
-/// The limits a run observes: `sql-time-limit`, and a result no larger
-/// than `proto-max-bulk-len` (a bound on what one reply may build). A
-/// replay (AOF loading) has no time limit: a statement that completed
-/// once must complete again, however slow the machine is now.
+/// The limits a run observes: `sql-time-limit`, a result no larger than
+/// `proto-max-bulk-len` (a bound on what one reply may build), and its
+/// client's interest ([`ClientGone`]). A replay (AOF loading, a master's
+/// stream) is never cut short: a statement that completed once must
+/// complete again, however slow the machine is now, whatever its link.
 fn limits(ctx: &Ctx<'_>) -> RunLimits {
     let hot = &ctx.server.config.hot;
-    let ms = if ctx.session.replaying {
+    let replay = ctx.session.replaying || ctx.session.from_master;
+    let ms = if replay {
         0
     } else {
         hot.sql_time_limit.load(Ordering::Relaxed)
@@ -176,6 +185,28 @@ fn limits(ctx: &Ctx<'_>) -> RunLimits {
         max_result_bytes: usize::try_from(hot.proto_max_bulk_len.load(Ordering::Relaxed))
             .unwrap_or(usize::MAX),
         time_limit: (ms > 0).then(|| Duration::from_millis(ms)),
+        abandon: (!replay).then(|| {
+            Arc::new(ClientGone {
+                client: Arc::clone(&ctx.session.shared),
+                server: ctx.server.arc(),
+            }) as Arc<dyn Abandon>
+        }),
+    }
+}
+
+/// A run's client, as its statement asks whether to go on: not when the
+/// client hung up, was killed, or the server is shutting down (which
+/// waits for every worker, so for the statement too).
+struct ClientGone {
+    client: Arc<ClientShared>,
+    server: Arc<Server>,
+}
+
+impl Abandon for ClientGone {
+    fn abandoned(&self) -> bool {
+        self.client.killed.load(Ordering::Relaxed)
+            || self.server.shutting_down.load(Ordering::Acquire)
+            || self.client.peer_hung_up()
     }
 }
 
@@ -299,7 +330,7 @@ fn exec(ctx: &mut Ctx<'_>, args: Args<'_>) {
         Ok(db) => db,
         Err(e) => return fail(ctx, Stat::Exec, e),
     };
-    let ran = db.exec(args.get(2), Access::ReadWrite, limits(ctx));
+    let ran = db.exec(args.get(2), Access::ReadWrite, &limits(ctx));
     finish_write(ctx, key, Stat::Exec, ran, "redisql.exec");
 }
 
@@ -318,7 +349,7 @@ fn query(ctx: &mut Ctx<'_>, args: Args<'_>) {
         Err(e) => return fail(ctx, Stat::Query, e),
     };
     let limits = limits(ctx);
-    let ran = off_shards(ctx, || db.exec(args.get(2), Access::ReadOnly, limits));
+    let ran = off_shards(ctx, || db.exec(args.get(2), Access::ReadOnly, &limits));
     reply_result(ctx, Stat::Query, &ran.result);
 }
 
@@ -376,7 +407,7 @@ fn exec_statement(ctx: &mut Ctx<'_>, args: Args<'_>) {
         Err(e) => return fail(ctx, Stat::ExecStatement, e),
     };
     let bound = statement_args(args, 3);
-    let ran = db.exec_statement(args.get(2), &bound, Access::ReadWrite, limits(ctx));
+    let ran = db.exec_statement(args.get(2), &bound, Access::ReadWrite, &limits(ctx));
     finish_write(ctx, key, Stat::ExecStatement, ran, "redisql.exec_statement");
 }
 
@@ -389,7 +420,7 @@ fn query_statement(ctx: &mut Ctx<'_>, args: Args<'_>) {
     let bound = statement_args(args, 3);
     let limits = limits(ctx);
     let ran = off_shards(ctx, || {
-        db.exec_statement(args.get(2), &bound, Access::ReadOnly, limits)
+        db.exec_statement(args.get(2), &bound, Access::ReadOnly, &limits)
     });
     reply_result(ctx, Stat::QueryStatement, &ran.result);
 }
@@ -401,7 +432,7 @@ fn query_into(ctx: &mut Ctx<'_>, args: Args<'_>) {
         Err(e) => return fail(ctx, Stat::QueryInto, e),
     };
     let limits = limits(ctx);
-    let ran = off_shards(ctx, || db.exec(args.get(3), Access::ReadOnly, limits));
+    let ran = off_shards(ctx, || db.exec(args.get(3), Access::ReadOnly, &limits));
     into_stream(ctx, args.get(1), Stat::QueryInto, ran.result);
 }
 
@@ -414,7 +445,7 @@ fn query_statement_into(ctx: &mut Ctx<'_>, args: Args<'_>) {
     let bound = statement_args(args, 4);
     let limits = limits(ctx);
     let ran = off_shards(ctx, || {
-        db.exec_statement(args.get(3), &bound, Access::ReadOnly, limits)
+        db.exec_statement(args.get(3), &bound, Access::ReadOnly, &limits)
     });
     into_stream(ctx, args.get(1), Stat::QueryStatementInto, ran.result);
 }

@@ -116,6 +116,28 @@ impl ClientShared {
         }
     }
 
+    /// True when the peer closed its side of the connection, or the socket
+    /// failed, even if unread input remains: Redis drops a client whose
+    /// read returns end of file, so a command still running for it (a
+    /// long SQL query) has no one to reply to. Asked by the thread that
+    /// runs the client's command, which owns the socket meanwhile; a
+    /// client with no socket (AOF replay) never hangs up.
+    pub fn peer_hung_up(&self) -> bool {
+        if self.fd < 0 {
+            return false;
+        }
+        let mut p = libc::pollfd {
+            fd: self.fd,
+            events: libc::POLLRDHUP,
+            revents: 0,
+        };
+        // SAFETY: `p` is one valid pollfd for the call's duration; a zero
+        // timeout never blocks; the fd stays open while its command runs.
+        let n = unsafe { libc::poll(&mut p, 1, 0) };
+        let gone = libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR | libc::POLLNVAL;
+        n > 0 && p.revents & gone != 0
+    }
+
     /// Records the command being run (CLIENT LIST `cmd=`).
     pub fn set_last_cmd(&self, spec: &'static CommandSpec) {
         self.last_cmd.store(
@@ -330,5 +352,26 @@ impl ClientRegistry {
     /// The client with this id.
     pub fn get(&self, id: u64) -> Option<Arc<ClientShared>> {
         self.clients.lock().get(&id).cloned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    #[test]
+    fn a_peer_that_closed_is_seen_hung_up_even_with_input_unread() {
+        use std::io::Write;
+        let (mut ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        let client =
+            ClientShared::new(1, String::new(), String::new(), theirs.as_raw_fd(), 0, true);
+        assert!(!client.peer_hung_up());
+        ours.write_all(b"*1\r\n$4\r\nPING\r\n").unwrap();
+        assert!(!client.peer_hung_up(), "pending input is not a hang-up");
+        drop(ours);
+        assert!(client.peer_hung_up());
+        let fake = ClientShared::new(2, String::new(), String::new(), -1, 0, false);
+        assert!(!fake.peer_hung_up());
     }
 }
