@@ -73,6 +73,8 @@ pub struct Repl {
     /// and by a replica's full sync around its cut, so that on a replica
     /// the cut and the stream offset agree.
     apply: Mutex<()>,
+    /// Replicas waiting for the next diskless transfer.
+    diskless: master::DisklessQueue,
 }
 
 /// The replication ids INFO and PSYNC report.
@@ -115,6 +117,7 @@ impl Default for Repl {
             local_keys: Mutex::new(Default::default()),
             sync_stats: Default::default(),
             apply: Mutex::new(()),
+            diskless: Default::default(),
         }
     }
 }
