@@ -72,7 +72,7 @@ pub struct MasterLink {
     /// The database the master's stream last selected: a partial resync
     /// goes on in it (the master sends no SELECT then), as Redis's cached
     /// master keeps its database.
-    stream_db: AtomicUsize,
+    pub(super) stream_db: AtomicUsize,
 }
 
 impl MasterLink {
@@ -205,7 +205,7 @@ pub fn follow(server: &Arc<Server>, host: &str, port: u16) -> bool {
         transfer_size: AtomicI64::new(-1),
         transfer_read: AtomicU64::new(0),
         read_offset: AtomicU64::new(0),
-        stream_db: AtomicUsize::new(0),
+        stream_db: AtomicUsize::new(repl.restored_stream_db.load(Ordering::Relaxed)),
     });
     *slot = Some(link.clone());
     repl.following.store(true, Ordering::Release);
@@ -1140,6 +1140,8 @@ fn apply_buffered(
             super::feed_from_master(server, &buf[..*parsed]);
             buf.drain(..*parsed);
             *parsed = 0;
+            // A save's cut (under `apply`) records it as repl-stream-db.
+            link.stream_db.store(session.db, Ordering::Relaxed);
         }
         drop(applying);
         if getack {
