@@ -212,13 +212,28 @@ fn restarts_on_a_dump_continue_with_a_partial_resync() {
     wait_same_data(&mut mc, &mut rc);
     ok(&mut rc, &["SELECT", "3"]);
     assert_eq!(get(&mut rc, "n").as_deref(), Some("3"));
-    // The master now: its old id becomes its secondary one.
+    // The master now: its old id becomes its secondary one, and a key
+    // the dump holds already expired is deleted through the backlog.
+    ok(&mut mc, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    ok(&mut mc, &["SET", "gone", "v", "PX", "1"]);
+    wait_same_data(&mut mc, &mut rc);
+    std::thread::sleep(Duration::from_millis(20));
     let replid = info_field(&mut mc, "master_replid");
+    let offset: u64 = info_field(&mut mc, "master_repl_offset").parse().unwrap();
     ok(&mut mc, &["SAVE"]);
     let mdir = m.kill_keep_dir();
     let m = Server::start_in(mdir, &debug);
     let mut mc = m.conn();
     assert_eq!(info_field(&mut mc, "master_replid2"), replid);
+    assert_eq!(
+        info_field(&mut mc, "second_repl_offset"),
+        (offset + 1).to_string()
+    );
+    let after: u64 = info_field(&mut mc, "master_repl_offset").parse().unwrap();
+    assert!(
+        after > offset,
+        "the DEL of the expired key is in the backlog"
+    );
     ok(&mut rc, &["REPLICAOF", "127.0.0.1", &m.port.to_string()]);
     eventually("the partial resync with the restarted master", || {
         info_field(&mut mc, "sync_partial_ok") == "1"
@@ -227,6 +242,7 @@ fn restarts_on_a_dump_continue_with_a_partial_resync() {
     ok(&mut mc, &["SELECT", "3"]);
     ok(&mut mc, &["INCR", "n"]);
     wait_same_data(&mut mc, &mut rc);
+    assert_eq!(ok(&mut rc, &["DBSIZE"]), redis::Value::Int(1));
 }
 
 #[test]

@@ -236,6 +236,8 @@ fn diskless_sync_streams_one_snapshot_to_the_replicas_that_wait_together() {
         link.expect(&[&["select", "0"], &["set", "after", "2"]]);
     }
     assert_eq!(info_field(&mut c, "sync_full"), "2");
+    ok(&mut c, &["CONFIG", "RESETSTAT"]);
+    assert_eq!(info_field(&mut c, "sync_full"), "0");
 }
 
 #[test]

@@ -723,8 +723,12 @@ impl ReplAux {
 
     /// The info, if complete (Redis ignores an offset or db of -1).
     fn info(self) -> Option<SaveInfo> {
+        self.info_ref()
+    }
+
+    fn info_ref(&self) -> Option<SaveInfo> {
         Some(SaveInfo {
-            replid: self.replid?,
+            replid: self.replid.clone()?,
             offset: self.offset?,
             stream_db: self.stream_db?,
         })
@@ -748,6 +752,50 @@ pub fn load_stream_merging(
     reader: impl Read,
     replace_functions: bool,
 ) -> Result<(LoadStats, u64), String> {
+    load_items(server, reader, replace_functions, None)
+}
+
+/// Start-up's restoring of the history a dump recorded (Redis's
+/// `loadDataFromDisk` with `RDBFLAGS_FEED_REPL`): the history is taken
+/// once the aux fields are read, before any key, so that on a master the
+/// deletions of keys found expired go to the backlog after it.
+struct Restore {
+    /// `replicaof` is configured: the history is this replica's own.
+    will_follow: bool,
+    done: bool,
+    /// A master took a history: expired keys' deletions go to its backlog.
+    feeding: bool,
+    /// The database the backlog's deletions last selected.
+    selected: Option<usize>,
+}
+
+impl Restore {
+    /// Takes the history, once, if the aux fields recorded one.
+    fn begin(&mut self, server: &Server, aux: &ReplAux) {
+        if !self.done {
+            self.done = true;
+            if let Some(info) = aux.info_ref() {
+                server.repl.restore_history(server, &info, self.will_follow);
+                self.feeding = !self.will_follow;
+            }
+        }
+    }
+
+    /// A key found expired at load: its deletion goes to a master's
+    /// restored backlog.
+    fn expired(&mut self, server: &Server, db: usize, key: &[u8]) {
+        if self.feeding {
+            crate::repl::feed_load_deletion(server, &mut self.selected, db, key);
+        }
+    }
+}
+
+fn load_items(
+    server: &Server,
+    reader: impl Read,
+    replace_functions: bool,
+    mut restore: Option<&mut Restore>,
+) -> Result<(LoadStats, u64), String> {
     let state = &server.rdb;
     let reader = CountingReader {
         inner: io::BufReader::with_capacity(1 << 20, reader),
@@ -766,8 +814,14 @@ pub fn load_stream_merging(
                 repl_aux.take(&key, &value);
             }
             Item::Entry { db, key, entry } => {
+                if let Some(r) = restore.as_deref_mut() {
+                    r.begin(server, &repl_aux);
+                }
                 if !keep_expired && entry.expire_at().is_some_and(|at| at <= now) {
                     stats.expired += 1;
+                    if let Some(r) = restore.as_deref_mut() {
+                        r.expired(server, db, &key);
+                    }
                     continue;
                 }
                 let mut keys = server.keyspace.lock_keys([&key[..]]);
@@ -783,6 +837,9 @@ pub fn load_stream_merging(
             }
             Item::ResizeDb { .. } | Item::ModuleAux { .. } => {}
         }
+    }
+    if let Some(r) = restore {
+        r.begin(server, &repl_aux);
     }
     stats.repl = repl_aux.info();
     Ok((stats, loader.offset()))
@@ -876,7 +933,18 @@ pub fn load_at_startup(server: &Server) -> Result<(), String> {
         .loading_start_s
         .store(now_ms() / 1000, Ordering::Relaxed);
     let start = Instant::now();
-    let result = load_stream(server, file).map(|(stats, _)| stats);
+    let mut restore = Restore {
+        will_follow: !server
+            .config
+            .get_one("replicaof")
+            .unwrap_or_default()
+            .trim()
+            .is_empty(),
+        done: false,
+        feeding: false,
+        selected: None,
+    };
+    let result = load_items(server, file, false, Some(&mut restore)).map(|(stats, _)| stats);
     state.loading.store(false, Ordering::Release);
     let stats = result.map_err(|e| {
         format!(
@@ -899,15 +967,6 @@ pub fn load_at_startup(server: &Server) -> Result<(), String> {
         "DB loaded from disk: {:.3} seconds",
         start.elapsed().as_secs_f64()
     );
-    if let Some(info) = &stats.repl {
-        let will_follow = !server
-            .config
-            .get_one("replicaof")
-            .unwrap_or_default()
-            .trim()
-            .is_empty();
-        server.repl.restore_history(server, info, will_follow);
-    }
     Ok(())
 }
 

@@ -263,6 +263,13 @@ impl Repl {
             .map(|s| s.load(Ordering::Relaxed))
     }
 
+    /// CONFIG RESETSTAT zeroes the sync counters, as Redis's does.
+    pub fn reset_sync_stats(&self) {
+        for s in &self.sync_stats {
+            s.store(0, Ordering::Relaxed);
+        }
+    }
+
     /// Counts a full resync served.
     fn count_full_sync(&self) {
         self.sync_stats[0].fetch_add(1, Ordering::Relaxed);
@@ -411,6 +418,31 @@ pub fn feed_command(server: &Server, cmd: &[&[u8]]) {
     }
     let mut bytes = Vec::new();
     crate::persist::aof::reader::encode(&mut bytes, cmd);
+    let mut s = repl.stream.lock();
+    repl.append(&mut s, &bytes, server);
+}
+
+/// A master restarting on a dump that recorded its history found `key`
+/// expired: the deletion goes to the restored backlog (SELECT first when
+/// `selected` differs), as Redis's load propagates it, so a replica
+/// continuing the history deletes the key too.
+pub fn feed_load_deletion(server: &Server, selected: &mut Option<usize>, db: usize, key: &[u8]) {
+    let mut bytes = Vec::new();
+    if *selected != Some(db) {
+        let mut num = itoa::Buffer::new();
+        crate::persist::aof::reader::encode(
+            &mut bytes,
+            &[&b"SELECT"[..], num.format(db).as_bytes()],
+        );
+        *selected = Some(db);
+    }
+    let del: &[u8] = if server.config.lazyfree_lazy_expire() {
+        b"UNLINK"
+    } else {
+        b"DEL"
+    };
+    crate::persist::aof::reader::encode(&mut bytes, &[del, key]);
+    let repl = &server.repl;
     let mut s = repl.stream.lock();
     repl.append(&mut s, &bytes, server);
 }
