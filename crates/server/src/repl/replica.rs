@@ -208,6 +208,7 @@ pub fn follow(server: &Arc<Server>, host: &str, port: u16) -> bool {
         stream_db: AtomicUsize::new(repl.restored_stream_db.load(Ordering::Relaxed)),
     });
     *slot = Some(link.clone());
+    server.config.record_replicaof(format!("{host} {port}"));
     repl.following.store(true, Ordering::Release);
     server.keyspace.set_replica_expiry(true);
     crate::ops::log::set_replica_role(true);
@@ -236,6 +237,7 @@ pub fn unfollow(server: &Server) -> bool {
         return false;
     };
     link.stop();
+    server.config.record_replicaof(String::new());
     // The link thread applies a command and streams it under this lock:
     // once held, no command of the old master is half-applied.
     let applying = repl.apply.lock();
