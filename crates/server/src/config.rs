@@ -797,6 +797,13 @@ impl Config {
         Some(self.display(p, &self.values.read()))
     }
 
+    /// Records the master REPLICAOF follows (`host port`, or empty for
+    /// none), so CONFIG REWRITE writes the `replicaof` line Redis writes
+    /// and a restarted replica follows the same master.
+    pub fn record_replicaof(&self, value: String) {
+        self.values.write().insert("replicaof", value);
+    }
+
     /// CONFIG SET with one or more pairs: all are validated first, then all
     /// are applied, or none. Err is Redis's exact error reply.
     pub fn set(&self, pairs: &[(&[u8], &[u8])]) -> Result<(), String> {
@@ -950,6 +957,11 @@ impl Config {
                     .collect::<Vec<_>>()
                     .join("\n"),
             );
+        }
+        if p.name == "replicaof" {
+            // Two arguments, as Redis writes them.
+            let words: Vec<String> = v.split_whitespace().map(quote).collect();
+            return Some(format!("replicaof {}", words.join(" ")));
         }
         Some(format!("{} {}", p.name, quote(&v)))
     }
@@ -1818,6 +1830,30 @@ mod tests {
                 .unwrap_err(),
             "ERR The server is running without a config file"
         );
+    }
+
+    /// The master REPLICAOF follows is rewritten as Redis's two-argument
+    /// line, read back as the same master, and dropped once none is.
+    #[test]
+    fn rewrite_writes_the_master_followed() {
+        let dir = std::env::temp_dir().join(format!("vireo-rw-repl-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("r.conf");
+        std::fs::write(&f, "port 7003\n").unwrap();
+        let c = Config::from_args(&args(&[f.to_str().unwrap()])).unwrap();
+        c.record_replicaof("127.0.0.1 6380".into());
+        c.rewrite_with_users(&[], false).unwrap();
+        let text = std::fs::read_to_string(&f).unwrap();
+        assert!(text.contains("\nreplicaof 127.0.0.1 6380\n"), "{text}");
+        let again = Config::from_args(&args(&[f.to_str().unwrap()])).unwrap();
+        assert_eq!(
+            again.get_one("replicaof").as_deref(),
+            Some("127.0.0.1 6380")
+        );
+        c.record_replicaof(String::new());
+        c.rewrite_with_users(&[], false).unwrap();
+        assert!(!std::fs::read_to_string(&f).unwrap().contains("replicaof"));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

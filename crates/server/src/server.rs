@@ -305,6 +305,7 @@ impl Server {
         self.lazyfree.reset_stats();
         self.evictor.reset_stats();
         self.client_eviction.reset_stats();
+        self.repl.reset_sync_stats();
         for c in [
             &self.stats.total_connections_received,
             &self.stats.rejected_connections,

@@ -184,6 +184,67 @@ fn a_dropped_link_continues_with_a_partial_resync() {
     assert_eq!(get(&mut rc, "a").as_deref(), Some("4"));
 }
 
+/// The dump records the history (repl-id, repl-offset, repl-stream-db):
+/// a replica restarted on it, and then a master restarted on its own,
+/// each continue with a partial resync, in the stream's database.
+#[test]
+fn restarts_on_a_dump_continue_with_a_partial_resync() {
+    let debug = ["--save", "", "--enable-debug-command", "yes"];
+    let m = Server::start(&debug);
+    let mut mc = m.conn();
+    ok(&mut mc, &["SELECT", "3"]);
+    ok(&mut mc, &["SET", "n", "1"]);
+    let replicaof_arg = format!("127.0.0.1 {}", m.port);
+    let args = [&debug[..], &["--replicaof", replicaof_arg.as_str()]].concat();
+    let r = Server::start(&args);
+    let mut rc = r.conn();
+    wait_up(&mut rc);
+    wait_same_data(&mut mc, &mut rc);
+    ok(&mut rc, &["SAVE"]);
+    let dir = r.kill_keep_dir();
+    ok(&mut mc, &["INCR", "n"]);
+    let r = Server::start_in(dir, &args);
+    let mut rc = r.conn();
+    wait_up(&mut rc);
+    assert_eq!(info_field(&mut mc, "sync_partial_ok"), "1");
+    assert_eq!(info_field(&mut mc, "sync_full"), "1");
+    ok(&mut mc, &["INCR", "n"]);
+    wait_same_data(&mut mc, &mut rc);
+    ok(&mut rc, &["SELECT", "3"]);
+    assert_eq!(get(&mut rc, "n").as_deref(), Some("3"));
+    // The master now: its old id becomes its secondary one, and a key
+    // the dump holds already expired is deleted through the backlog.
+    ok(&mut mc, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    ok(&mut mc, &["SET", "gone", "v", "PX", "1"]);
+    wait_same_data(&mut mc, &mut rc);
+    std::thread::sleep(Duration::from_millis(20));
+    let replid = info_field(&mut mc, "master_replid");
+    let offset: u64 = info_field(&mut mc, "master_repl_offset").parse().unwrap();
+    ok(&mut mc, &["SAVE"]);
+    let mdir = m.kill_keep_dir();
+    let m = Server::start_in(mdir, &debug);
+    let mut mc = m.conn();
+    assert_eq!(info_field(&mut mc, "master_replid2"), replid);
+    assert_eq!(
+        info_field(&mut mc, "second_repl_offset"),
+        (offset + 1).to_string()
+    );
+    let after: u64 = info_field(&mut mc, "master_repl_offset").parse().unwrap();
+    assert!(
+        after > offset,
+        "the DEL of the expired key is in the backlog"
+    );
+    ok(&mut rc, &["REPLICAOF", "127.0.0.1", &m.port.to_string()]);
+    eventually("the partial resync with the restarted master", || {
+        info_field(&mut mc, "sync_partial_ok") == "1"
+    });
+    assert_eq!(info_field(&mut mc, "sync_full"), "0");
+    ok(&mut mc, &["SELECT", "3"]);
+    ok(&mut mc, &["INCR", "n"]);
+    wait_same_data(&mut mc, &mut rc);
+    assert_eq!(ok(&mut rc, &["DBSIZE"]), redis::Value::Int(1));
+}
+
 #[test]
 fn chained_replicas_get_the_masters_stream_verbatim() {
     let (a, _) = start_logged(&[]);

@@ -141,6 +141,105 @@ fn sync_sends_the_snapshot_then_exactly_the_writes_after_it() {
     assert_eq!(info_field(&mut c, "connected_clients"), "1");
 }
 
+/// PUBLISH goes to replicas (alone, or in place inside a transaction)
+/// and never to the AOF.
+#[test]
+fn publish_reaches_the_stream_and_not_the_aof() {
+    let s = Server::start(&["--appendonly", "yes"]);
+    let mut c = s.conn();
+    ok(
+        &mut c,
+        &["CONFIG", "SET", "repl-ping-replica-period", "3600"],
+    );
+    let mut link = Link::open(s.port, "SYNC");
+    link.rdb();
+    ok(&mut c, &["PUBLISH", "ch", "alone"]);
+    ok(&mut c, &["MULTI"]);
+    ok(&mut c, &["PUBLISH", "ch", "inside"]);
+    ok(&mut c, &["SET", "k", "v"]);
+    ok(&mut c, &["EXEC"]);
+    link.expect(&[
+        &["select", "0"],
+        &["publish", "ch", "alone"],
+        &["multi"],
+        &["publish", "ch", "inside"],
+        &["set", "k", "v"],
+        &["exec"],
+    ]);
+    let mut logged = Vec::new();
+    for entry in std::fs::read_dir(s.dir.join("appendonlydir")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.to_string_lossy().ends_with(".incr.aof") {
+            logged.extend(std::fs::read(path).unwrap());
+        }
+    }
+    let logged = String::from_utf8_lossy(&logged).to_lowercase();
+    assert!(logged.contains("set"), "{logged}");
+    assert!(!logged.contains("publish"), "{logged}");
+}
+
+/// Replicas announcing `capa eof` that arrive within
+/// `repl-diskless-sync-delay` share one snapshot, streamed to their
+/// sockets between `$EOF:<mark>` and the mark; the stream follows once
+/// each acknowledged.
+#[test]
+fn diskless_sync_streams_one_snapshot_to_the_replicas_that_wait_together() {
+    let s = Server::start(&[]);
+    let mut c = s.conn();
+    ok(
+        &mut c,
+        &["CONFIG", "SET", "repl-ping-replica-period", "3600"],
+    );
+    ok(&mut c, &["CONFIG", "SET", "repl-diskless-sync-delay", "30"]);
+    ok(
+        &mut c,
+        &["CONFIG", "SET", "repl-diskless-sync-max-replicas", "2"],
+    );
+    ok(&mut c, &["SET", "in-the-snapshot", "1"]);
+    let replid = info_field(&mut c, "master_replid");
+    let started = Instant::now();
+    let mut links: Vec<Link> = (0..2)
+        .map(|_| {
+            let mut link = Link::open(s.port, "REPLCONF capa eof capa psync2");
+            assert_eq!(link.line(), "+OK");
+            link.r.get_mut().write_all(b"PSYNC ? -1\r\n").unwrap();
+            link
+        })
+        .collect();
+    let mut marks = Vec::new();
+    for link in &mut links {
+        assert_eq!(link.line(), format!("+FULLRESYNC {replid} 0"));
+        let head = link.line();
+        let mark = head
+            .strip_prefix("$EOF:")
+            .expect("an EOF-marked bulk")
+            .to_string();
+        assert_eq!(mark.len(), 40);
+        let mut rdb = Vec::new();
+        while !rdb.ends_with(mark.as_bytes()) {
+            let mut byte = [0u8];
+            link.r.read_exact(&mut byte).unwrap();
+            rdb.push(byte[0]);
+        }
+        assert!(rdb.starts_with(b"REDIS0010"));
+        assert!(rdb.windows(15).any(|w| w == b"in-the-snapshot"));
+        marks.push(mark);
+    }
+    assert_eq!(marks[0], marks[1], "one transfer for both");
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "the second replica ended the delay"
+    );
+    ok(&mut c, &["SET", "after", "2"]);
+    for link in &mut links {
+        link.r.get_mut().write_all(b"REPLCONF ACK 0\r\n").unwrap();
+        link.expect(&[&["select", "0"], &["set", "after", "2"]]);
+    }
+    assert_eq!(info_field(&mut c, "sync_full"), "2");
+    ok(&mut c, &["CONFIG", "RESETSTAT"]);
+    assert_eq!(info_field(&mut c, "sync_full"), "0");
+}
+
 #[test]
 fn expired_keys_reach_the_stream_as_deletions() {
     let s = Server::start(&["--enable-debug-command", "yes"]);

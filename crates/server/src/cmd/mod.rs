@@ -677,6 +677,19 @@ impl Ctx<'_> {
         self.effects.get_or_insert_with(Vec::new).push((db, bytes));
     }
 
+    /// Propagates `cmd` to replicas only, never to the AOF (PUBLISH, as
+    /// Redis's `forceCommandPropagation(c, PROPAGATE_REPL)`). A no-op,
+    /// one load, while no replication stream exists.
+    pub fn propagate_to_replicas<A: AsRef<[u8]>>(&mut self, cmd: &[A]) {
+        if !self.server.aof.is_replicating() {
+            return;
+        }
+        let bytes = crate::persist::aof::feed::encode_repl_only(cmd);
+        self.effects
+            .get_or_insert_with(Vec::new)
+            .push((self.db, bytes));
+    }
+
     /// Propagates the running command as a deletion of `key` (DEL, or
     /// UNLINK when `lazy`), as Redis does for GETDEL, SPOP of a whole set
     /// and expiries already in the past.

@@ -175,6 +175,8 @@ fn publish_kind(ctx: &mut Ctx<'_>, args: Args<'_>, kind: Kind) {
     let mut l = local(ctx);
     let n = pubsub::publish(server, Some(&mut l), kind, args.get(1), args.get(2));
     ctx.out.int(n as i64);
+    // Replicas' subscribers get the message too (not the AOF).
+    ctx.propagate_to_replicas(&[args.get(0), args.get(1), args.get(2)]);
 }
 
 /// PUBSUB CHANNELS [pattern].

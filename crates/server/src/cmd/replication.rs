@@ -127,7 +127,9 @@ fn replconf(ctx: &mut Ctx<'_>, args: Args<'_>) {
             ctx.session.repl.ip_address = Some(text(value));
         } else if is(opt, "ack") || is(opt, "getack") {
             return;
-        } else if !(is(opt, "capa") || is(opt, "rdb-only")) {
+        } else if is(opt, "capa") {
+            ctx.session.repl.capa_eof |= is(value, "eof");
+        } else if !is(opt, "rdb-only") {
             return ctx
                 .out
                 .error(&format!("ERR Unrecognized REPLCONF option: {}", text(opt)));

@@ -75,6 +75,16 @@ impl Link {
         }
     }
 
+    /// Bounds how long a write may block (`repl-timeout` while an RDB is
+    /// streamed); None: forever. TLS links keep blocking writes: a record
+    /// cut off by a timeout could not be retried.
+    pub fn set_write_timeout(&self, timeout: Option<std::time::Duration>) -> io::Result<()> {
+        match self {
+            Link::Plain(s) => s.set_write_timeout(timeout),
+            Link::Tls(_) => Ok(()),
+        }
+    }
+
     /// Shuts the socket down, which ends a read or write blocked on it.
     pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
         self.socket().shutdown(how)

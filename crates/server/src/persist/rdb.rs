@@ -16,13 +16,14 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use vireo_store::clock::now_ms;
 use vireo_store::keyspace::Entry;
 use vireo_store::rdb::{self, EncodeOptions, Item, Loader};
 use vireo_store::snapshot::{ShardVisitor, SnapshotBusy};
 
+use crate::repl::SaveInfo;
 use crate::server::{Server, REDIS_VERSION};
 
 /// How many serialized shards may wait for the writer. Bounds the memory a
@@ -225,19 +226,19 @@ fn start_snapshot(server: &Arc<Server>) -> Result<Receiver<SaveOutcome>, SaveErr
     let (tx, rx) = sync_channel(CHUNKS_IN_FLIGHT);
     // The cut's number and change count, or `None` when no cut was taken
     // and the writer must discard the file.
-    let (cut_tx, cut_rx) = sync_channel::<Option<(u64, u64)>>(1);
+    let (cut_tx, cut_rx) = sync_channel::<Option<(u64, u64, CutRepl)>>(1);
     let (done_tx, done_rx) = sync_channel(1);
     let writer = server.clone();
     let spawned = std::thread::Builder::new()
         .name("vireo-rdb-writer".into())
         .spawn(move || {
             run_when_idle();
-            let Ok(Some((cut, dirty_at_cut))) = cut_rx.recv() else {
+            let Ok(Some((cut, dirty_at_cut, repl))) = cut_rx.recv() else {
                 let _ = std::fs::remove_file(&temp);
                 return;
             };
             let mut superseded = false;
-            let result = write_file(&writer, file, rx, &temp).and_then(|()| {
+            let result = write_file(&writer, file, rx, &temp, repl.resolve()).and_then(|()| {
                 let _installing = writer.rdb.installing.lock();
                 superseded = cut < writer.rdb.superseded_below.load(Ordering::Acquire);
                 if superseded {
@@ -268,7 +269,10 @@ fn start_snapshot(server: &Arc<Server>) -> Result<Receiver<SaveOutcome>, SaveErr
         server: server.clone(),
     });
     let (mut cut, mut dirty_at_cut) = (0, 0);
+    let mut repl = CutRepl::Known(None);
+    let holding = server.repl.hold_stream();
     let started = server.keyspace.begin_snapshot(visitor.clone(), || {
+        repl = CutRepl::at_cut(server);
         cut = state.cut_seq.fetch_add(1, Ordering::Relaxed);
         visitor.cut.store(cut, Ordering::Relaxed);
         dirty_at_cut = server.total_dirty();
@@ -284,6 +288,7 @@ fn start_snapshot(server: &Arc<Server>) -> Result<Receiver<SaveOutcome>, SaveErr
             });
         }
     });
+    drop(holding);
     let keys_at_cut = match started {
         Ok(keys) => keys,
         Err(busy) => {
@@ -291,7 +296,7 @@ fn start_snapshot(server: &Arc<Server>) -> Result<Receiver<SaveOutcome>, SaveErr
             return Err(busy.into());
         }
     };
-    let _ = cut_tx.send(Some((cut, dirty_at_cut)));
+    let _ = cut_tx.send(Some((cut, dirty_at_cut, repl)));
     state
         .keys_total
         .store(keys_at_cut as u64, Ordering::Relaxed);
@@ -310,6 +315,48 @@ fn start_snapshot(server: &Arc<Server>) -> Result<Receiver<SaveOutcome>, SaveErr
     Ok(done_rx)
 }
 
+/// The replication info of a save's cut. On a master the stream offset
+/// of the cut is known only once the AOF writer has streamed every unit
+/// before it, so it arrives later.
+enum CutRepl {
+    Known(Option<SaveInfo>),
+    AtStream(SaveInfo, Receiver<u64>),
+}
+
+/// How long a save waits for the stream to reach its cut (the writer may
+/// be stopping at shutdown: the dump is then written without the info).
+const STREAM_CUT_WAIT: Duration = Duration::from_secs(2);
+
+impl CutRepl {
+    /// Taken at the cut, every shard locked (on a replica, its master
+    /// link held too).
+    fn at_cut(server: &Arc<Server>) -> CutRepl {
+        let info = server.repl.save_info(server.repl.offset());
+        match info {
+            Some(info) if !server.repl.is_replica() => {
+                let (tx, rx) = sync_channel(1);
+                let repl = server.clone();
+                server.aof.mark_replica_cut(Box::new(move || {
+                    let _ = tx.send(repl.repl.offset());
+                }));
+                CutRepl::AtStream(info, rx)
+            }
+            info => CutRepl::Known(info),
+        }
+    }
+
+    /// The info to write.
+    fn resolve(self) -> Option<SaveInfo> {
+        match self {
+            CutRepl::Known(info) => info,
+            CutRepl::AtStream(info, rx) => {
+                let offset = rx.recv_timeout(STREAM_CUT_WAIT).ok()?;
+                Some(SaveInfo { offset, ..info })
+            }
+        }
+    }
+}
+
 /// What a finished snapshot reports to whoever waits for it.
 struct SaveOutcome {
     result: io::Result<()>,
@@ -321,7 +368,13 @@ struct SaveOutcome {
 
 /// Writes header and aux fields, every chunk as it arrives, then the end
 /// marker and checksum; syncs the file.
-fn write_file(server: &Server, file: File, chunks: Receiver<Chunk>, temp: &Path) -> io::Result<()> {
+fn write_file(
+    server: &Server,
+    file: File,
+    chunks: Receiver<Chunk>,
+    temp: &Path,
+    repl: Option<SaveInfo>,
+) -> io::Result<()> {
     let checksum = server.config.flag("rdbchecksum");
     let delay_us = server.config.rdb_key_save_delay_us();
     let mut w = BufWriter::with_capacity(1 << 20, file);
@@ -334,7 +387,7 @@ fn write_file(server: &Server, file: File, chunks: Receiver<Chunk>, temp: &Path)
     };
     let mut head = Vec::new();
     rdb::write_header(&mut head);
-    for (k, v) in aux_fields() {
+    for (k, v) in aux_fields(repl) {
         rdb::write_aux(&mut head, k.as_bytes(), v.as_bytes());
     }
     emit(&mut w, &head)?;
@@ -359,15 +412,22 @@ fn write_file(server: &Server, file: File, chunks: Receiver<Chunk>, temp: &Path)
     Ok(())
 }
 
-/// The aux fields Redis 7.0 writes at the top of a dump.
-fn aux_fields() -> Vec<(&'static str, String)> {
-    vec![
+/// The aux fields Redis 7.0 writes at the top of a dump, with the
+/// replication ones when there is a history to continue.
+fn aux_fields(repl: Option<SaveInfo>) -> Vec<(&'static str, String)> {
+    let mut fields = vec![
         ("redis-ver", REDIS_VERSION.to_string()),
         ("redis-bits", (usize::BITS).to_string()),
         ("ctime", (now_ms() / 1000).to_string()),
         ("used-mem", crate::memory::alloc::used_memory().to_string()),
-        ("aof-base", "0".to_string()),
-    ]
+    ];
+    if let Some(info) = repl {
+        fields.push(("repl-stream-db", info.stream_db.to_string()));
+        fields.push(("repl-id", info.replid));
+        fields.push(("repl-offset", info.offset.to_string()));
+    }
+    fields.push(("aof-base", "0".to_string()));
+    fields
 }
 
 /// Makes a rename durable.
@@ -463,7 +523,15 @@ pub fn save_after_flushall(server: &Server, flush_dirty: u64) {
     drop(no_chunks);
     let installing = state.installing.lock();
     let result = File::create(&temp)
-        .and_then(|file| write_file(server, file, chunks, &temp))
+        .and_then(|file| {
+            write_file(
+                server,
+                file,
+                chunks,
+                &temp,
+                server.repl.save_info(server.repl.offset()),
+            )
+        })
         .and_then(|()| std::fs::rename(&temp, dump_path(server)))
         .and_then(|()| sync_dir(Path::new(".")));
     drop(installing);
@@ -623,11 +691,48 @@ impl<R: Read> Read for CountingReader<R> {
     }
 }
 
-/// Keys a load inserted and skipped.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+/// Keys a load inserted and skipped, and the replication info its aux
+/// fields recorded.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct LoadStats {
     pub loaded: u64,
     pub expired: u64,
+    /// `repl-id`, `repl-offset` and `repl-stream-db`, when all three are
+    /// there and valid.
+    pub repl: Option<SaveInfo>,
+}
+
+/// Gathers the replication aux fields of a load.
+#[derive(Default)]
+struct ReplAux {
+    replid: Option<String>,
+    offset: Option<u64>,
+    stream_db: Option<usize>,
+}
+
+impl ReplAux {
+    fn take(&mut self, key: &[u8], value: &[u8]) {
+        let text = std::str::from_utf8(value).ok();
+        match key {
+            b"repl-id" => self.replid = text.filter(|t| t.len() == 40).map(str::to_string),
+            b"repl-offset" => self.offset = text.and_then(|t| t.parse().ok()),
+            b"repl-stream-db" => self.stream_db = text.and_then(|t| t.parse().ok()),
+            _ => {}
+        }
+    }
+
+    /// The info, if complete (Redis ignores an offset or db of -1).
+    fn info(self) -> Option<SaveInfo> {
+        self.info_ref()
+    }
+
+    fn info_ref(&self) -> Option<SaveInfo> {
+        Some(SaveInfo {
+            replid: self.replid.clone()?,
+            offset: self.offset?,
+            stream_db: self.stream_db?,
+        })
+    }
 }
 
 /// Loads an RDB stream into the keyspace (start-up, an AOF's RDB base, a
@@ -647,6 +752,50 @@ pub fn load_stream_merging(
     reader: impl Read,
     replace_functions: bool,
 ) -> Result<(LoadStats, u64), String> {
+    load_items(server, reader, replace_functions, None)
+}
+
+/// Start-up's restoring of the history a dump recorded (Redis's
+/// `loadDataFromDisk` with `RDBFLAGS_FEED_REPL`): the history is taken
+/// once the aux fields are read, before any key, so that on a master the
+/// deletions of keys found expired go to the backlog after it.
+struct Restore {
+    /// `replicaof` is configured: the history is this replica's own.
+    will_follow: bool,
+    done: bool,
+    /// A master took a history: expired keys' deletions go to its backlog.
+    feeding: bool,
+    /// The database the backlog's deletions last selected.
+    selected: Option<usize>,
+}
+
+impl Restore {
+    /// Takes the history, once, if the aux fields recorded one.
+    fn begin(&mut self, server: &Server, aux: &ReplAux) {
+        if !self.done {
+            self.done = true;
+            if let Some(info) = aux.info_ref() {
+                server.repl.restore_history(server, &info, self.will_follow);
+                self.feeding = !self.will_follow;
+            }
+        }
+    }
+
+    /// A key found expired at load: its deletion goes to a master's
+    /// restored backlog.
+    fn expired(&mut self, server: &Server, db: usize, key: &[u8]) {
+        if self.feeding {
+            crate::repl::feed_load_deletion(server, &mut self.selected, db, key);
+        }
+    }
+}
+
+fn load_items(
+    server: &Server,
+    reader: impl Read,
+    replace_functions: bool,
+    mut restore: Option<&mut Restore>,
+) -> Result<(LoadStats, u64), String> {
     let state = &server.rdb;
     let reader = CountingReader {
         inner: io::BufReader::with_capacity(1 << 20, reader),
@@ -655,14 +804,24 @@ pub fn load_stream_merging(
     let mut loader = Loader::with_options(reader, server.config.rdb_load_options())
         .map_err(|e| e.to_string())?;
     let mut stats = LoadStats::default();
+    let mut repl_aux = ReplAux::default();
     let now = now_ms();
     let keep_expired = server.repl.is_replica();
     while let Some(item) = loader.next().map_err(|e| e.to_string())? {
         match item {
-            Item::Aux { key, value } => log_aux(&key, &value),
+            Item::Aux { key, value } => {
+                log_aux(&key, &value);
+                repl_aux.take(&key, &value);
+            }
             Item::Entry { db, key, entry } => {
+                if let Some(r) = restore.as_deref_mut() {
+                    r.begin(server, &repl_aux);
+                }
                 if !keep_expired && entry.expire_at().is_some_and(|at| at <= now) {
                     stats.expired += 1;
+                    if let Some(r) = restore.as_deref_mut() {
+                        r.expired(server, db, &key);
+                    }
                     continue;
                 }
                 let mut keys = server.keyspace.lock_keys([&key[..]]);
@@ -679,6 +838,10 @@ pub fn load_stream_merging(
             Item::ResizeDb { .. } | Item::ModuleAux { .. } => {}
         }
     }
+    if let Some(r) = restore {
+        r.begin(server, &repl_aux);
+    }
+    stats.repl = repl_aux.info();
     Ok((stats, loader.offset()))
 }
 
@@ -770,7 +933,18 @@ pub fn load_at_startup(server: &Server) -> Result<(), String> {
         .loading_start_s
         .store(now_ms() / 1000, Ordering::Relaxed);
     let start = Instant::now();
-    let result = load_stream(server, file).map(|(stats, _)| stats);
+    let mut restore = Restore {
+        will_follow: !server
+            .config
+            .get_one("replicaof")
+            .unwrap_or_default()
+            .trim()
+            .is_empty(),
+        done: false,
+        feeding: false,
+        selected: None,
+    };
+    let result = load_items(server, file, false, Some(&mut restore)).map(|(stats, _)| stats);
     state.loading.store(false, Ordering::Release);
     let stats = result.map_err(|e| {
         format!(
@@ -817,6 +991,38 @@ pub(crate) fn run_when_idle() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The replication aux fields count only when all three are there and
+    /// well formed; random values never panic.
+    #[test]
+    fn replication_aux_fields_need_an_id_an_offset_and_a_db() {
+        let id = "a".repeat(40);
+        let mut aux = ReplAux::default();
+        aux.take(b"repl-id", id.as_bytes());
+        aux.take(b"repl-offset", b"123");
+        aux.take(b"repl-stream-db", b"3");
+        let info = aux.info().expect("complete");
+        assert_eq!(
+            (info.replid.as_str(), info.offset, info.stream_db),
+            (&id[..], 123, 3)
+        );
+        let mut aux = ReplAux::default();
+        aux.take(b"repl-id", id.as_bytes());
+        aux.take(b"repl-offset", b"-1");
+        aux.take(b"repl-stream-db", b"0");
+        assert!(aux.info().is_none(), "an offset of -1 is no history");
+        let mut rng = fastrand::Rng::with_seed(3);
+        for _ in 0..2000 {
+            let mut aux = ReplAux::default();
+            for key in [&b"repl-id"[..], b"repl-offset", b"repl-stream-db"] {
+                let value: Vec<u8> = (0..rng.usize(0..45)).map(|_| rng.u8(..)).collect();
+                aux.take(key, &value);
+            }
+            if let Some(info) = aux.info() {
+                assert_eq!(info.replid.len(), 40);
+            }
+        }
+    }
 
     /// The scheduling policy of the calling thread.
     fn thread_policy() -> i32 {

@@ -22,8 +22,11 @@ use vireo_store::clock::now_ms;
 
 use crate::net::client::{cflags, ClientShared};
 use crate::net::link::Link;
-use crate::persist::aof::rewrite::{write_base, BaseFormat};
+use crate::persist::aof::rewrite::{write_base, write_base_to, BaseFormat};
 use crate::server::Server;
+
+mod diskless;
+pub use diskless::Queue as DisklessQueue;
 
 /// How the replica asked to synchronise.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,6 +49,8 @@ pub struct ClientRepl {
     pub ip_address: Option<String>,
     /// SYNC or PSYNC ran: the worker hands the connection over.
     pub handoff: Option<SyncKind>,
+    /// REPLCONF capa eof: the replica reads a diskless (EOF-marked) RDB.
+    pub capa_eof: bool,
 }
 
 /// Link states, for INFO's `state=`.
@@ -67,6 +72,13 @@ pub struct Replica {
     ack_offset: AtomicU64,
     ack_ms: AtomicU64,
     closed: AtomicBool,
+    /// The replica announced `capa eof`.
+    capa_eof: bool,
+    /// A diskless transfer's outcome for this replica (`diskless::PENDING`…).
+    rdb_outcome: AtomicU8,
+    /// The replica sent a REPLCONF ACK (a diskless transfer waits for the
+    /// first before streaming).
+    got_ack: AtomicBool,
 }
 
 /// Stream bytes not yet written to the replica.
@@ -158,6 +170,11 @@ impl Replica {
         self.cond.notify_all();
     }
 
+    /// True once the link is being torn down.
+    fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
     /// Seconds since the replica's last acknowledgement.
     pub(super) fn lag_secs(&self) -> u64 {
         now_ms().saturating_sub(self.ack_ms.load(Ordering::Relaxed)) / 1000
@@ -212,6 +229,9 @@ pub fn start(
         ack_offset: AtomicU64::new(0),
         ack_ms: AtomicU64::new(now_ms()),
         closed: AtomicBool::new(false),
+        capa_eof: conf.capa_eof,
+        rdb_outcome: AtomicU8::new(diskless::PENDING),
+        got_ack: AtomicBool::new(false),
     });
     super::sync_started(server);
     let (s, r) = (server.clone(), replica.clone());
@@ -263,9 +283,18 @@ fn finish(server: &Server, r: &Replica) {
     server.clients.remove(r.client.id);
 }
 
-/// Makes the snapshot, waits for the cut's offset, sends the preamble
-/// and the RDB bulk.
+/// A full sync: diskless when this server is configured for it and the
+/// replica reads EOF-marked transfers, else through a file.
 fn full_sync(server: &Arc<Server>, r: &Arc<Replica>, kind: &SyncKind) -> std::io::Result<()> {
+    if r.capa_eof && server.config.flag("repl-diskless-sync") {
+        return diskless::sync(server, r, kind);
+    }
+    disk_sync(server, r, kind)
+}
+
+/// Makes the snapshot in a file, waits for the cut's offset, sends the
+/// preamble and the RDB bulk.
+fn disk_sync(server: &Arc<Server>, r: &Arc<Replica>, kind: &SyncKind) -> std::io::Result<()> {
     tracing::info!("Starting BGSAVE for SYNC with target: disk");
     server.repl.count_full_sync();
     let path = PathBuf::from(format!(
@@ -273,7 +302,7 @@ fn full_sync(server: &Arc<Server>, r: &Arc<Replica>, kind: &SyncKind) -> std::io
         std::process::id(),
         r.client.id
     ));
-    let result = snapshot_to(server, r, &path);
+    let result = snapshot_to(server, std::slice::from_ref(r), Target::File(&path));
     let sent = result.and_then(|()| {
         let offset = wait_for_cut(r)?;
         let mut sock = &r.socket;
@@ -294,29 +323,54 @@ fn full_sync(server: &Arc<Server>, r: &Arc<Replica>, kind: &SyncKind) -> std::io
     Ok(())
 }
 
-/// Writes the RDB of a cut to `path`; the cut attaches the replica to the
-/// stream. Waits while another snapshot runs. On a replica the stream is
-/// the master's, fed by the link thread: the cut holds that thread between
-/// two commands and attaches at once.
-fn snapshot_to(server: &Arc<Server>, r: &Arc<Replica>, path: &Path) -> std::io::Result<()> {
+/// Where a full sync's snapshot goes.
+enum Target<'a> {
+    File(&'a Path),
+    Sockets(&'a mut (dyn Write + Send)),
+}
+
+/// Writes the RDB of a cut to `target`; the cut attaches `replicas` to
+/// the stream. Waits while another snapshot runs. INFO shows a background
+/// save in progress meanwhile, as Redis's fork for SYNC is one. On a
+/// replica the stream is the master's, fed by the link thread: the cut
+/// holds that thread between two commands and attaches at once.
+fn snapshot_to(
+    server: &Arc<Server>,
+    replicas: &[Arc<Replica>],
+    mut target: Target<'_>,
+) -> std::io::Result<()> {
+    let saving = &server.rdb.bgsave_in_progress;
     loop {
-        if r.closed.load(Ordering::SeqCst) {
+        if replicas.iter().all(|r| r.is_closed()) {
             return Err(std::io::Error::other("link closed"));
         }
         let mut cut_taken = false;
-        let (s, link) = (server.clone(), r.clone());
         let applying = server.repl.is_replica().then(|| server.repl.apply.lock());
-        let written = write_base(server, path, BaseFormat::Rdb, || {
+        let at_cut = || {
             cut_taken = true;
+            saving.store(true, Ordering::Release);
+            let attach_all = {
+                let (s, links) = (server.clone(), replicas.to_vec());
+                move || {
+                    for link in links.into_iter().filter(|r| !r.is_closed()) {
+                        super::attach(&s, link);
+                    }
+                }
+            };
             if let Some(held) = applying {
-                super::attach(&s, link);
+                attach_all();
                 drop(held);
             } else {
-                server.aof.mark_replica_cut(Box::new(move || {
-                    super::attach(&s, link);
-                }));
+                server.aof.mark_replica_cut(Box::new(attach_all));
             }
-        });
+        };
+        let written = match &mut target {
+            Target::File(path) => write_base(server, path, BaseFormat::Rdb, at_cut),
+            Target::Sockets(out) => write_base_to(server, *out, BaseFormat::Rdb, at_cut),
+        };
+        if cut_taken {
+            saving.store(false, Ordering::Release);
+        }
         match written {
             Ok(_) => return Ok(()),
             Err(e) if cut_taken => return Err(e),
@@ -407,6 +461,7 @@ fn on_command(server: &Server, r: &Replica, args: Vec<&[u8]>) {
     };
     r.ack_offset.fetch_max(offset, Ordering::SeqCst);
     r.ack_ms.store(now_ms(), Ordering::Relaxed);
+    r.got_ack.store(true, Ordering::SeqCst);
     super::acked(server);
 }
 

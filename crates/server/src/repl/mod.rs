@@ -73,6 +73,24 @@ pub struct Repl {
     /// and by a replica's full sync around its cut, so that on a replica
     /// the cut and the stream offset agree.
     apply: Mutex<()>,
+    /// Replicas waiting for the next diskless transfer.
+    diskless: master::DisklessQueue,
+    /// The stream's database an RDB loaded at start-up recorded
+    /// (`repl-stream-db`): a master link continuing that history starts
+    /// in it.
+    restored_stream_db: std::sync::atomic::AtomicUsize,
+}
+
+/// The replication aux fields of an RDB (Redis's `rdbSaveInfo`): the
+/// history the data belongs to and where in it the snapshot was cut.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SaveInfo {
+    /// `repl-stream-db`.
+    pub stream_db: usize,
+    /// `repl-id`.
+    pub replid: String,
+    /// `repl-offset`.
+    pub offset: u64,
 }
 
 /// The replication ids INFO and PSYNC report.
@@ -115,6 +133,8 @@ impl Default for Repl {
             local_keys: Mutex::new(Default::default()),
             sync_stats: Default::default(),
             apply: Mutex::new(()),
+            diskless: Default::default(),
+            restored_stream_db: Default::default(),
         }
     }
 }
@@ -191,11 +211,63 @@ impl Repl {
         }
     }
 
+    /// The replication info a snapshot cut now records, as Redis's
+    /// `rdbPopulateSaveInfo`: on a replica its master's history (the caller
+    /// holds [`Repl::hold_stream`], so the offset is exact), on a master
+    /// with a backlog its own at `offset` (the stream position of the
+    /// cut). None when there is no history to continue.
+    pub fn save_info(&self, offset: u64) -> Option<SaveInfo> {
+        let (stream_db, offset) = match self.link() {
+            Some(link) => (link.stream_db.load(Ordering::Relaxed), self.offset()),
+            None if self.stream.lock().backlog.is_some() => (0, offset),
+            None => return None,
+        };
+        Some(SaveInfo {
+            stream_db,
+            replid: self.replid(),
+            offset,
+        })
+    }
+
+    /// Holds a replica's master link between two commands (a save's cut
+    /// must see the data and the offset agree); None on a master.
+    pub fn hold_stream(&self) -> Option<parking_lot::MutexGuard<'_, ()>> {
+        self.is_replica().then(|| self.apply.lock())
+    }
+
+    /// Start-up loaded an RDB recording `info` (Redis's
+    /// `loadDataFromDisk`): a replica takes the history as its own, to
+    /// continue it with PSYNC; a master keeps it as its secondary id, so
+    /// its former replicas can continue with it.
+    pub fn restore_history(&self, server: &Server, info: &SaveInfo, will_follow: bool) {
+        let mut ids = self.ids.lock();
+        if will_follow {
+            ids.replid = info.replid.clone();
+            self.restored_stream_db
+                .store(info.stream_db, Ordering::Relaxed);
+        } else {
+            ids.replid2 = info.replid.clone();
+            ids.second_offset = info.offset as i64 + 1;
+        }
+        drop(ids);
+        self.offset.store(info.offset, Ordering::SeqCst);
+        let mut s = self.stream.lock();
+        s.backlog = Some(Backlog::new(backlog_size(server), info.offset));
+        server.aof.set_replicating(true);
+    }
+
     /// INFO's `sync_full`, `sync_partial_ok` and `sync_partial_err`.
     pub fn sync_stats(&self) -> [u64; 3] {
         self.sync_stats
             .each_ref()
             .map(|s| s.load(Ordering::Relaxed))
+    }
+
+    /// CONFIG RESETSTAT zeroes the sync counters, as Redis's does.
+    pub fn reset_sync_stats(&self) {
+        for s in &self.sync_stats {
+            s.store(0, Ordering::Relaxed);
+        }
     }
 
     /// Counts a full resync served.
@@ -346,6 +418,31 @@ pub fn feed_command(server: &Server, cmd: &[&[u8]]) {
     }
     let mut bytes = Vec::new();
     crate::persist::aof::reader::encode(&mut bytes, cmd);
+    let mut s = repl.stream.lock();
+    repl.append(&mut s, &bytes, server);
+}
+
+/// A master restarting on a dump that recorded its history found `key`
+/// expired: the deletion goes to the restored backlog (SELECT first when
+/// `selected` differs), as Redis's load propagates it, so a replica
+/// continuing the history deletes the key too.
+pub fn feed_load_deletion(server: &Server, selected: &mut Option<usize>, db: usize, key: &[u8]) {
+    let mut bytes = Vec::new();
+    if *selected != Some(db) {
+        let mut num = itoa::Buffer::new();
+        crate::persist::aof::reader::encode(
+            &mut bytes,
+            &[&b"SELECT"[..], num.format(db).as_bytes()],
+        );
+        *selected = Some(db);
+    }
+    let del: &[u8] = if server.config.lazyfree_lazy_expire() {
+        b"UNLINK"
+    } else {
+        b"DEL"
+    };
+    crate::persist::aof::reader::encode(&mut bytes, &[del, key]);
+    let repl = &server.repl;
     let mut s = repl.stream.lock();
     repl.append(&mut s, &bytes, server);
 }

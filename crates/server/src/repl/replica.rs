@@ -73,7 +73,7 @@ pub struct MasterLink {
     /// The database the master's stream last selected: a partial resync
     /// goes on in it (the master sends no SELECT then), as Redis's cached
     /// master keeps its database.
-    stream_db: AtomicUsize,
+    pub(super) stream_db: AtomicUsize,
 }
 
 impl MasterLink {
@@ -206,9 +206,10 @@ pub fn follow(server: &Arc<Server>, host: &str, port: u16) -> bool {
         transfer_size: AtomicI64::new(-1),
         transfer_read: AtomicU64::new(0),
         read_offset: AtomicU64::new(0),
-        stream_db: AtomicUsize::new(0),
+        stream_db: AtomicUsize::new(repl.restored_stream_db.load(Ordering::Relaxed)),
     });
     *slot = Some(link.clone());
+    server.config.record_replicaof(format!("{host} {port}"));
     repl.following.store(true, Ordering::Release);
     server.keyspace.set_replica_expiry(true);
     crate::ops::log::set_replica_role(true);
@@ -237,6 +238,7 @@ pub fn unfollow(server: &Server) -> bool {
         return false;
     };
     link.stop();
+    server.config.record_replicaof(String::new());
     // The link thread applies a command and streams it under this lock:
     // once held, no command of the old master is half-applied.
     let applying = repl.apply.lock();
@@ -1170,6 +1172,8 @@ fn apply_buffered(
             super::feed_from_master(server, &buf[..*parsed]);
             buf.drain(..*parsed);
             *parsed = 0;
+            // A save's cut (under `apply`) records it as repl-stream-db.
+            link.stream_db.store(session.db, Ordering::Relaxed);
         }
         drop(applying);
         if getack {

@@ -27,8 +27,18 @@ use parking_lot::Mutex;
 use vireo_resp::Args;
 
 /// Bytes in front of each unit in a slot: its sequence number (8), body
-/// length (4), first database (4) and last database (4).
-const HEADER: usize = 20;
+/// length (4), first database (4), last database (4) and flags (4).
+const HEADER: usize = 24;
+
+/// Unit flag: the unit holds replication-only commands.
+const HAS_REPL_ONLY: u32 = 1;
+
+/// First byte of a command that goes to replicas and not to the log
+/// (PUBLISH, as Redis propagates it): a multibulk whose `*` is replaced by
+/// this byte, which no RESP command starts with. The writer restores the
+/// `*` for the stream and drops the command from the file
+/// ([`split_repl_only`]).
+pub const REPL_ONLY_MARK: u8 = b'!';
 
 const MULTI: &[u8] = b"*1\r\n$5\r\nMULTI\r\n";
 const EXEC: &[u8] = b"*1\r\n$4\r\nEXEC\r\n";
@@ -45,6 +55,8 @@ pub struct Unit {
     ops: u32,
     /// The commands go out one by one, without MULTI/EXEC ([`Unit::unwrapped`]).
     unwrapped: bool,
+    /// Some command is for replicas only ([`REPL_ONLY_MARK`]).
+    repl_only: bool,
     first_db: usize,
     last_db: usize,
 }
@@ -61,6 +73,7 @@ impl Unit {
         self.bytes.clear();
         self.ops = 0;
         self.unwrapped = false;
+        self.repl_only = false;
     }
 
     /// Leaves this unit's commands unwrapped (no MULTI/EXEC): the lazy
@@ -91,9 +104,11 @@ impl Unit {
         });
     }
 
-    /// Adds a command applying to database `db`, already RESP-encoded.
+    /// Adds a command applying to database `db`, already RESP-encoded
+    /// (or marked for replicas only, see [`encode_repl_only`]).
     pub fn push_encoded(&mut self, db: usize, bytes: &[u8]) {
         self.begin(db);
+        self.repl_only |= bytes.first() == Some(&REPL_ONLY_MARK);
         self.bytes.extend_from_slice(bytes);
     }
 
@@ -214,6 +229,8 @@ impl Slot {
         header[8..12].copy_from_slice(&(unit.bytes.len() as u32).to_le_bytes());
         header[12..16].copy_from_slice(&(unit.first_db as u32).to_le_bytes());
         header[16..20].copy_from_slice(&(unit.last_db as u32).to_le_bytes());
+        let flags = if unit.repl_only { HAS_REPL_ONLY } else { 0 };
+        header[20..24].copy_from_slice(&flags.to_le_bytes());
         let mut units = self.units.lock();
         let seq = next();
         header[..8].copy_from_slice(&seq.to_le_bytes());
@@ -298,8 +315,10 @@ impl Merger {
     }
 
     /// Appends to `out`, in sequence order, every unit taken whose number
-    /// is below `bound`.
-    pub(super) fn emit_until(&mut self, bound: u64, out: &mut Vec<u8>) {
+    /// is below `bound`. True if one of them holds replication-only
+    /// commands (then `out` needs [`split_repl_only`]).
+    pub(super) fn emit_until(&mut self, bound: u64, out: &mut Vec<u8>) -> bool {
+        let mut repl_only = false;
         loop {
             // The queue with the lowest head, and the next lowest head: that
             // queue's units below both go out in one run.
@@ -317,9 +336,11 @@ impl Merger {
                     }
                 }
             }
-            let Some((i, seq)) = best else { return };
+            let Some((i, seq)) = best else {
+                return repl_only;
+            };
             if seq >= bound {
-                return;
+                return repl_only;
             }
             let stop = second.min(bound);
             let q = &mut self.queues[i];
@@ -333,6 +354,7 @@ impl Merger {
                 let len = field(8) as usize;
                 let first_db = field(12) as usize;
                 let last_db = field(16) as usize;
+                repl_only |= field(20) & HAS_REPL_ONLY != 0;
                 if self.selected_db != Some(first_db) {
                     let mut num = itoa::Buffer::new();
                     let db_s = num.format(first_db);
@@ -345,6 +367,63 @@ impl Merger {
             }
         }
     }
+}
+
+/// Encodes `cmd` as a replication-only command for [`Unit::push_encoded`].
+pub fn encode_repl_only<A: AsRef<[u8]>>(cmd: &[A]) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    encode_with(&mut bytes, cmd.len(), || cmd.iter().map(|a| a.as_ref()));
+    bytes[0] = REPL_ONLY_MARK;
+    bytes
+}
+
+/// Splits merged units holding replication-only commands: `data` keeps
+/// what the log gets (those commands dropped), and the stream's bytes
+/// (every command, marks restored to `*`) are returned. Only called for
+/// runs that hold such commands, so the common path never walks the
+/// bytes.
+pub(super) fn split_repl_only(data: &mut Vec<u8>) -> Vec<u8> {
+    let mut stream = data.clone();
+    let mut file = Vec::with_capacity(data.len());
+    let mut at = 0;
+    while at < data.len() {
+        let len = command_len(&data[at..]);
+        if data[at] == REPL_ONLY_MARK {
+            stream[at] = b'*';
+        } else {
+            file.extend_from_slice(&data[at..at + len]);
+        }
+        at += len;
+    }
+    *data = file;
+    stream
+}
+
+/// The length of the RESP multibulk at the start of `bytes` (the
+/// writer's own encoding; a malformed rest counts as one command).
+fn command_len(bytes: &[u8]) -> usize {
+    let line_end = |from: usize| {
+        bytes
+            .get(from..)?
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .map(|p| from + p)
+    };
+    let number = |from: usize, to: usize| -> Option<usize> {
+        std::str::from_utf8(&bytes[from..to]).ok()?.parse().ok()
+    };
+    let walk = || -> Option<usize> {
+        let end = line_end(1)?;
+        let n = number(1, end)?;
+        let mut at = end + 2;
+        for _ in 0..n {
+            let end = line_end(at + 1)?;
+            let len = number(at + 1, end)?;
+            at = end + 2 + len + 2;
+        }
+        (at <= bytes.len()).then_some(at)
+    };
+    walk().unwrap_or(bytes.len())
 }
 
 #[cfg(test)]
@@ -365,6 +444,80 @@ mod tests {
             );
         }
         out
+    }
+
+    /// A transaction with a PUBLISH in it: the stream gets it in place,
+    /// the log gets the rest; a unit without one is not flagged.
+    #[test]
+    fn replication_only_commands_reach_the_stream_and_not_the_log() {
+        let mut u = Unit::default();
+        u.push_command(2, &["SET", "a", "1"]);
+        u.push_encoded(2, &encode_repl_only(&["PUBLISH", "ch", "msg"]));
+        let slot = Slot::default();
+        slot.stage(&mut u, || 0);
+        u.push_command(2, &["DEL", "a"]);
+        slot.stage(&mut u, || 1);
+        let mut m = Merger::new(1);
+        m.take(std::slice::from_ref(&slot));
+        let mut data = Vec::new();
+        assert!(m.emit_until(2, &mut data));
+        let stream = split_repl_only(&mut data);
+        let want_stream: Vec<Vec<&str>> = vec![
+            vec!["SELECT", "2"],
+            vec!["MULTI"],
+            vec!["SET", "a", "1"],
+            vec!["PUBLISH", "ch", "msg"],
+            vec!["EXEC"],
+            vec!["DEL", "a"],
+        ];
+        assert_eq!(commands(&stream), want_stream);
+        let want_log: Vec<Vec<&str>> = vec![
+            vec!["SELECT", "2"],
+            vec!["MULTI"],
+            vec!["SET", "a", "1"],
+            vec!["EXEC"],
+            vec!["DEL", "a"],
+        ];
+        assert_eq!(commands(&data), want_log);
+        u.push_command(0, &["SET", "b", "2"]);
+        slot.stage(&mut u, || 2);
+        m.take(std::slice::from_ref(&slot));
+        assert!(!m.emit_until(3, &mut Vec::new()), "no flag without PUBLISH");
+    }
+
+    /// Random encoded commands, some marked, some cut short: the split
+    /// never panics, the log keeps exactly the unmarked commands and the
+    /// stream every byte with the marks restored.
+    #[test]
+    fn splitting_random_runs_keeps_every_unmarked_command() {
+        let mut rng = fastrand::Rng::with_seed(7);
+        for _ in 0..2000 {
+            let (mut data, mut log) = (Vec::new(), Vec::new());
+            let count = rng.usize(0..6);
+            for _ in 0..count {
+                let args: Vec<Vec<u8>> = (0..rng.usize(1..4))
+                    .map(|_| (0..rng.usize(0..12)).map(|_| rng.u8(..)).collect())
+                    .collect();
+                if rng.bool() {
+                    data.extend_from_slice(&encode_repl_only(&args));
+                } else {
+                    let start = data.len();
+                    encode_with(&mut data, args.len(), || args.iter().map(|a| &a[..]));
+                    log.extend_from_slice(&data[start..]);
+                }
+            }
+            let mut all = data.clone();
+            if rng.bool() && !all.is_empty() {
+                all.truncate(rng.usize(..all.len()));
+            }
+            let before = all.clone();
+            let stream = split_repl_only(&mut all);
+            assert_eq!(stream.len(), before.len());
+            if before.len() == data.len() {
+                assert_eq!(all, log);
+                assert_eq!(commands(&stream).len(), count);
+            }
+        }
     }
 
     #[test]

@@ -212,6 +212,13 @@ impl Aof {
         self.collecting.load(Ordering::Relaxed)
     }
 
+    /// True while the replication stream takes effects (replicas attached
+    /// or a backlog kept): replication-only commands are fed only then.
+    #[inline]
+    pub fn is_replicating(&self) -> bool {
+        self.replicating.load(Ordering::Relaxed)
+    }
+
     /// Turns feeding for replication on or off (the log keeps its own
     /// state).
     pub fn set_replicating(&self, on: bool) {
@@ -740,8 +747,16 @@ fn emit_and_replicate(
     stamped_second: &mut u64,
 ) {
     let before = data.len();
-    merger.emit_until(bound, data);
-    if data.len() > before {
+    let repl_only = merger.emit_until(bound, data);
+    if data.len() == before {
+        return;
+    }
+    if repl_only {
+        let mut run = data.split_off(before);
+        let stream = feed::split_repl_only(&mut run);
+        data.extend_from_slice(&run);
+        crate::repl::feed_stream(server, &stream);
+    } else {
         crate::repl::feed_stream(server, &data[before..]);
         // Redis's `aof-timestamp-enabled`: the first write of each second
         // is preceded by `#TS:<unix seconds>`, in the file only (replicas

@@ -297,13 +297,34 @@ fn pace(server: &Server, keys: u64) -> std::io::Result<()> {
 }
 
 /// Writes a base file of the data at a point-in-time cut to `path`
-/// (synced), running `at_cut` at the cut with every shard locked. Commands
-/// keep running meanwhile (the shards keep the cut's version of what they
-/// change) while this thread serializes shard after shard. Returns the
-/// file's size.
+/// (synced), running `at_cut` at the cut with every shard locked. Returns
+/// the file's size. A file that could not be completed is removed.
 pub fn write_base(
     server: &Server,
     path: &Path,
+    format: BaseFormat,
+    at_cut: impl FnOnce(),
+) -> std::io::Result<u64> {
+    let written = File::create(path).and_then(|file| {
+        let mut w = BufWriter::with_capacity(1 << 20, file);
+        let size = write_base_to(server, &mut w, format, at_cut)?;
+        w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        Ok(size)
+    });
+    if written.is_err() {
+        let _ = std::fs::remove_file(path);
+    }
+    written
+}
+
+/// Writes the data at a point-in-time cut to `out` (a file, or replica
+/// sockets for a diskless sync), running `at_cut` at the cut with every
+/// shard locked. Commands keep running meanwhile (the shards keep the
+/// cut's version of what they change) while this thread serializes shard
+/// after shard. Returns the bytes written.
+pub fn write_base_to(
+    server: &Server,
+    out: &mut (dyn Write + Send),
     format: BaseFormat,
     at_cut: impl FnOnce(),
 ) -> std::io::Result<u64> {
@@ -342,10 +363,10 @@ pub fn write_base(
     std::thread::scope(|s| {
         let writer = s.spawn(|| -> std::io::Result<u64> {
             crate::persist::rdb::run_when_idle();
-            let mut w = BufWriter::with_capacity(1 << 20, File::create(path)?);
+            let w = out;
             let mut size = 0;
             let mut crc = 0;
-            let mut put = |w: &mut BufWriter<File>, bytes: &[u8]| -> std::io::Result<()> {
+            let mut put = |w: &mut (dyn Write + Send), bytes: &[u8]| -> std::io::Result<()> {
                 if format == BaseFormat::Rdb {
                     crc = rdb::crc64(crc, bytes);
                 }
@@ -364,30 +385,28 @@ pub fn write_base(
                 ] {
                     rdb::write_aux(&mut head, k, v);
                 }
-                put(&mut w, &head)?;
+                put(w, &head)?;
             } else if server.config.aof_timestamp_enabled() {
                 let stamp = super::timestamp_annotation(now_ms / 1000);
-                put(&mut w, stamp.as_bytes())?;
+                put(w, stamp.as_bytes())?;
             }
             // The channel closes when the last shard is done (its visitor,
-            // and with it the sender, is dropped).
-            // Owned here: if this writer gives up, the snapshot's sends
-            // fail instead of waiting for it.
+            // and with it the sender, is dropped). Owned here: if this
+            // writer gives up, the snapshot's sends fail instead of waiting.
             let rx = rx;
             for (buf, keys) in rx.iter() {
-                put(&mut w, &buf)?;
+                put(w, &buf)?;
                 pace(server, keys)?;
             }
             if format == BaseFormat::Rdb {
                 let mut tail = Vec::new();
                 rdb::write_eof(&mut tail);
-                put(&mut w, &tail)?;
+                put(w, &tail)?;
                 let sum = crc.to_le_bytes();
                 size += 8;
                 w.write_all(&sum)?;
             }
-            let f = w.into_inner().map_err(|e| e.into_error())?;
-            f.sync_all()?;
+            w.flush()?;
             Ok(size)
         });
         ks.drive_snapshot();
@@ -447,9 +466,6 @@ fn rewrite(server: &Server, aof: &Aof) -> std::io::Result<()> {
         cut = Some(at_cut(server, &mut m, &prefix))
     });
     let logging = cut.unwrap_or(Ok(false))?;
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
     let base_len = written?;
     let base = m.new_base(&prefix, format == BaseFormat::Rdb);
     m.retire_incr(logging);
