@@ -94,7 +94,8 @@ const SHUTDOWN_ON: Kind = Kind::Special;
 /// Every parameter Redis 7.0 knows, in roughly redis.conf's order.
 /// Debugging parameters Redis hides from `CONFIG GET` patterns: only asked
 /// for by their exact name do they answer (Redis's `HIDDEN_CONFIG`).
-const HIDDEN_PARAMS: [&str; 4] = [
+const HIDDEN_PARAMS: [&str; 5] = [
+    "watchdog-period",
     "rdb-key-save-delay",
     "key-load-delay",
     "loading-process-events-interval-bytes",
@@ -136,6 +137,8 @@ static PARAMS: &[Param] = &[
     ),
     p("crash-log-enabled", B, "yes"),
     p("crash-memcheck-enabled", B, "yes"),
+    // The software watchdog (ops/watchdog.rs), in milliseconds.
+    p("watchdog-period", NONNEG, "0"),
     // Redis exits instead of aborting on a failed assertion; Vireo refuses
     // bad input without panicking, so the choice has nothing to change.
     p("use-exit-on-panic", B, "no"),
@@ -975,6 +978,8 @@ impl Config {
     /// Re-reads every hot-path mirror from the table.
     fn refresh_hot(&self) {
         crate::ops::log::set_level(&self.raw("loglevel"));
+        crate::ops::crash::set_enabled(self.flag("crash-log-enabled"));
+        crate::ops::watchdog::set_period(self.num("watchdog-period").max(0) as u64);
         let h = &self.hot;
         let u = |n: &str| self.num(n).max(0) as u64;
         h.proto_max_bulk_len

@@ -54,9 +54,13 @@ fn set(ctx: &mut Ctx<'_>, args: Args<'_>) {
         }
     }
     let tls_before = tls_values(ctx, &pairs);
+    let oom_before = oom_values(ctx, &pairs);
     match ctx.server.config.set(&pairs) {
         Ok(()) => {
             if let Err(e) = apply_tls(ctx, &pairs, tls_before) {
+                return ctx.out.error(&e);
+            }
+            if let Err(e) = apply_oom(ctx, oom_before) {
                 return ctx.out.error(&e);
             }
             ctx.server.apply_keyspace_config();
@@ -146,6 +150,44 @@ fn apply_tls(
     }
     Err(format!(
         "ERR CONFIG SET failed (possibly related to argument '{first}') - {reason}"
+    ))
+}
+
+/// The OOM score parameters' current values when `pairs` changes one of
+/// them (to restore if the new score cannot be written).
+fn oom_values(ctx: &Ctx<'_>, pairs: &[(&[u8], &[u8])]) -> Option<Vec<(String, String)>> {
+    const NAMES: [&str; 2] = ["oom-score-adj", "oom-score-adj-values"];
+    let touched = pairs.iter().any(|(n, _)| NAMES.iter().any(|o| is(n, o)));
+    touched.then(|| {
+        NAMES
+            .iter()
+            .filter_map(|n| ctx.server.config.get_one(n).map(|v| (n.to_string(), v)))
+            .collect()
+    })
+}
+
+/// Writes the process's OOM score after a change to its parameters; when
+/// that fails the old values come back (and their score) and the reply is
+/// Redis's.
+fn apply_oom(ctx: &mut Ctx<'_>, before: Option<Vec<(String, String)>>) -> Result<(), String> {
+    let Some(before) = before else {
+        return Ok(());
+    };
+    let replica = ctx.server.repl.is_replica();
+    if crate::ops::oom::apply(&ctx.server.config, replica).is_ok() {
+        return Ok(());
+    }
+    let old: Vec<(&[u8], &[u8])> = before
+        .iter()
+        .map(|(n, v)| (n.as_bytes(), v.as_bytes()))
+        .collect();
+    if let Err(e) = ctx.server.config.set(&old) {
+        tracing::warn!("restoring the OOM score settings failed: {e}");
+    }
+    let _ = crate::ops::oom::apply(&ctx.server.config, replica);
+    Err(format!(
+        "ERR CONFIG SET failed (possibly related to argument 'oom-score-adj') - {}",
+        crate::ops::oom::FAILED
     ))
 }
 
