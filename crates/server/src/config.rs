@@ -104,9 +104,12 @@ const HIDDEN_PARAMS: [&str; 5] = [
 
 static PARAMS: &[Param] = &[
     // Network and general.
-    fixed("bind", X, "127.0.0.1 -::1"),
+    // Rebound at run time by CONFIG SET (net/listener.rs). Redis 7.0's
+    // built-in default is every interface (its redis.conf narrows it to
+    // loopback); protected mode guards the others.
+    p("bind", X, "* -::*"),
     p("bind-source-addr", S, ""),
-    fixed("port", int(0, 65535), "6379"),
+    p("port", int(0, 65535), "6379"),
     fixed("tcp-backlog", NONNEG, "511"),
     fixed("unixsocket", S, ""),
     fixed("unixsocketperm", X, "0"),
@@ -1401,7 +1404,8 @@ fn normalise_special(name: &str, raw: &str) -> Result<String, String> {
             Ok(words.join(" "))
         }
         "bind" => {
-            if words.is_empty() || words.len() > 16 {
+            // Empty: no TCP listener at all, as in Redis.
+            if words.len() > 16 {
                 return Err("Too many bind addresses specified.".into());
             }
             Ok(words.join(" "))

@@ -54,13 +54,13 @@ fn set(ctx: &mut Ctx<'_>, args: Args<'_>) {
         }
     }
     let tls_before = tls_values(ctx, &pairs);
-    let oom_before = oom_values(ctx, &pairs);
+    let before = old_values(ctx, &pairs);
     match ctx.server.config.set(&pairs) {
         Ok(()) => {
             if let Err(e) = apply_tls(ctx, &pairs, tls_before) {
                 return ctx.out.error(&e);
             }
-            if let Err(e) = apply_oom(ctx, oom_before) {
+            if let Err(e) = apply_or_roll_back(ctx, &pairs, &before) {
                 return ctx.out.error(&e);
             }
             ctx.server.apply_keyspace_config();
@@ -153,41 +153,62 @@ fn apply_tls(
     ))
 }
 
-/// The OOM score parameters' current values when `pairs` changes one of
-/// them (to restore if the new score cannot be written).
-fn oom_values(ctx: &Ctx<'_>, pairs: &[(&[u8], &[u8])]) -> Option<Vec<(String, String)>> {
-    const NAMES: [&str; 2] = ["oom-score-adj", "oom-score-adj-values"];
-    let touched = pairs.iter().any(|(n, _)| NAMES.iter().any(|o| is(n, o)));
-    touched.then(|| {
-        NAMES
-            .iter()
-            .filter_map(|n| ctx.server.config.get_one(n).map(|v| (n.to_string(), v)))
-            .collect()
-    })
+/// The current values of the parameters `pairs` names, to restore when
+/// applying the new ones fails.
+fn old_values(ctx: &Ctx<'_>, pairs: &[(&[u8], &[u8])]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(n, _)| String::from_utf8_lossy(n).to_ascii_lowercase())
+        .filter_map(|n| ctx.server.config.get_one(&n).map(|v| (n, v)))
+        .collect()
 }
 
-/// Writes the process's OOM score after a change to its parameters; when
-/// that fails the old values come back (and their score) and the reply is
-/// Redis's.
-fn apply_oom(ctx: &mut Ctx<'_>, before: Option<Vec<(String, String)>>) -> Result<(), String> {
-    let Some(before) = before else {
+/// The parameters whose new values act on the process at once (Redis's
+/// apply functions): the OOM score and the listeners. Err names the
+/// parameter that failed and Redis's reason.
+fn apply_process(
+    ctx: &Ctx<'_>,
+    changed: &dyn Fn(&str) -> bool,
+) -> Result<(), (&'static str, String)> {
+    use crate::net::listener::{rebind, Rebind};
+    if changed("oom-score-adj") || changed("oom-score-adj-values") {
+        let replica = ctx.server.repl.is_replica();
+        if crate::ops::oom::apply(&ctx.server.config, replica).is_err() {
+            return Err(("oom-score-adj", crate::ops::oom::FAILED.to_string()));
+        }
+    }
+    if changed("bind") {
+        rebind(Rebind::Bind).map_err(|e| ("bind", e))?;
+    } else if changed("port") {
+        rebind(Rebind::Port).map_err(|e| ("port", e))?;
+    }
+    Ok(())
+}
+
+/// Applies the new values of `pairs` to the process; when one fails, every
+/// parameter of the call gets its old value back (and is applied again)
+/// and the reply is Redis's.
+fn apply_or_roll_back(
+    ctx: &Ctx<'_>,
+    pairs: &[(&[u8], &[u8])],
+    before: &[(String, String)],
+) -> Result<(), String> {
+    let changed = |param: &str| pairs.iter().any(|(n, _)| is(n, param));
+    let Err((name, reason)) = apply_process(ctx, &changed) else {
         return Ok(());
     };
-    let replica = ctx.server.repl.is_replica();
-    if crate::ops::oom::apply(&ctx.server.config, replica).is_ok() {
-        return Ok(());
-    }
     let old: Vec<(&[u8], &[u8])> = before
         .iter()
         .map(|(n, v)| (n.as_bytes(), v.as_bytes()))
         .collect();
     if let Err(e) = ctx.server.config.set(&old) {
-        tracing::warn!("restoring the OOM score settings failed: {e}");
+        tracing::warn!("restoring the previous settings failed: {e}");
     }
-    let _ = crate::ops::oom::apply(&ctx.server.config, replica);
+    if let Err((_, e)) = apply_process(ctx, &changed) {
+        tracing::warn!("applying the previous settings again failed: {e}");
+    }
     Err(format!(
-        "ERR CONFIG SET failed (possibly related to argument 'oom-score-adj') - {}",
-        crate::ops::oom::FAILED
+        "ERR CONFIG SET failed (possibly related to argument '{name}') - {reason}"
     ))
 }
 

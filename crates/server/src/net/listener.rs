@@ -3,12 +3,22 @@
 //! new connection to a worker in turn. A connection accepted on the TLS
 //! port is handed over with its handshake not yet begun: it runs on the
 //! worker, which never waits for it (`net/tls.rs`).
+//!
+//! CONFIG SET `port` and `bind` rebind at run time as Redis 7.0 does: the
+//! acceptor closes its TCP listeners and binds the new ones from the
+//! configuration ([`rebind`]); when that fails CONFIG SET puts the old
+//! values back and rebinds again, so the server keeps listening where it
+//! did. The acceptor owns the sockets, so a rebind is a request it
+//! answers between two polls.
 
 use std::io::{self, Write};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
+
+use crossbeam_channel::{Receiver, Sender};
+use parking_lot::Mutex;
 
 use mio::net::{TcpListener, UnixListener};
 use mio::{Events, Interest, Poll, Token, Waker};
@@ -21,6 +31,46 @@ use crate::security::tls::AuthClients;
 use crate::server::Server;
 
 const WAKER: Token = Token(usize::MAX);
+
+/// What changed, for a rebind: the reply tells which error Redis gives.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Rebind {
+    /// `port`: the plaintext listeners only.
+    Port,
+    /// `bind`: the plaintext and TLS listeners.
+    Bind,
+}
+
+/// A rebind request and where its outcome goes.
+type Request = (Rebind, Sender<Result<(), String>>);
+
+/// The acceptor's mailbox for rebinds, and its wake-up handle.
+struct Mailbox {
+    requests: Mutex<Option<Receiver<Request>>>,
+    sender: Sender<Request>,
+    waker: Arc<Waker>,
+}
+
+static MAILBOX: OnceLock<Mailbox> = OnceLock::new();
+
+/// Rebinds the listeners from the configuration now in force (after
+/// CONFIG SET `port` or `bind`). Err is Redis's reason: "Unable to listen
+/// on this port. Check server logs." or "Failed to bind to specified
+/// addresses.". The old listeners are closed either way, as in Redis; the
+/// caller restores the old values and rebinds again.
+pub fn rebind(what: Rebind) -> Result<(), String> {
+    let Some(mailbox) = MAILBOX.get() else {
+        return Err("the acceptor is not running".into());
+    };
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    mailbox
+        .sender
+        .send((what, tx))
+        .map_err(|_| "the acceptor stopped".to_string())?;
+    let _ = mailbox.waker.wake();
+    rx.recv_timeout(Duration::from_secs(10))
+        .map_err(|_| "the acceptor did not answer".to_string())?
+}
 
 /// Listening sockets, bound before the server reports it is ready.
 pub struct Listeners {
@@ -131,15 +181,24 @@ fn bind_tcp(addr: SocketAddr, backlog: i32) -> io::Result<TcpListener> {
     Ok(TcpListener::from_std(sock.into()))
 }
 
-/// Creates the acceptor's poller and its wake-up handle (for shutdown).
+/// Creates the acceptor's poller and its wake-up handle (for shutdown and
+/// rebinds).
 pub fn create_poll() -> io::Result<(Poll, Arc<Waker>)> {
     let poll = Poll::new()?;
     let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+    let (sender, receiver) = crossbeam_channel::unbounded();
+    let _ = MAILBOX.set(Mailbox {
+        requests: Mutex::new(Some(receiver)),
+        sender,
+        waker: waker.clone(),
+    });
     Ok((poll, waker))
 }
 
-/// Accepts connections until shutdown.
-pub fn run(server: Arc<Server>, mut listeners: Listeners, mut poll: Poll) {
+/// Registers every listener with the acceptor's poller: TCP ones first,
+/// then TLS ones, then the unix socket. Returns the first TLS token and
+/// the unix socket's.
+fn register_all(poll: &Poll, listeners: &mut Listeners) -> (usize, Token) {
     for (i, l) in listeners.tcp.iter_mut().enumerate() {
         if let Err(e) = poll.registry().register(l, Token(i), Interest::READABLE) {
             tracing::error!("cannot poll listener: {e}");
@@ -158,6 +217,64 @@ pub fn run(server: Arc<Server>, mut listeners: Listeners, mut poll: Poll) {
     if let Some(l) = listeners.unix.as_mut() {
         let _ = poll.registry().register(l, unix_token, Interest::READABLE);
     }
+    (first_tls, unix_token)
+}
+
+/// Takes every listener off the poller (before the token layout changes).
+fn deregister_all(poll: &Poll, listeners: &mut Listeners) {
+    for l in listeners.tcp.iter_mut().chain(listeners.tls.iter_mut()) {
+        let _ = poll.registry().deregister(l);
+    }
+    if let Some(l) = listeners.unix.as_mut() {
+        let _ = poll.registry().deregister(l);
+    }
+}
+
+/// Serves one rebind on the acceptor thread: closes the TCP (and for a
+/// `bind` change, TLS) listeners and binds them again from the
+/// configuration. Port 0 leaves no plaintext listener, as in Redis.
+fn serve_rebind(server: &Server, listeners: &mut Listeners, what: Rebind) -> Result<(), String> {
+    listeners.tcp.clear();
+    if what == Rebind::Bind {
+        listeners.tls.clear();
+    }
+    let failed = |e: io::Error| {
+        tracing::warn!("{e}");
+        if what == Rebind::Bind {
+            tracing::warn!("Failed to bind");
+            "Failed to bind to specified addresses.".to_string()
+        } else {
+            "Unable to listen on this port. Check server logs.".to_string()
+        }
+    };
+    let port = server.config.port();
+    if port != 0 {
+        listeners.tcp = bind_port(server, port).map_err(failed)?;
+    }
+    if what == Rebind::Bind {
+        let tls_port = server
+            .config
+            .get_one("tls-port")
+            .and_then(|p| p.parse::<u16>().ok())
+            .unwrap_or(0);
+        if tls_port != 0 {
+            listeners.tls = bind_port(server, tls_port).map_err(|e| {
+                listeners.tcp.clear();
+                failed(e)
+            })?;
+        }
+    }
+    if let Some(l) = listeners.tcp.first().or(listeners.tls.first()) {
+        let port = l.local_addr().map(|a| a.port()).unwrap_or(0);
+        server.bound_port.store(u64::from(port), Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+/// Accepts connections until shutdown.
+pub fn run(server: Arc<Server>, mut listeners: Listeners, mut poll: Poll) {
+    let (mut first_tls, mut unix_token) = register_all(&poll, &mut listeners);
+    let requests = MAILBOX.get().and_then(|m| m.requests.lock().take());
     let mut events = Events::with_capacity(64);
     let mut next_worker = 0usize;
     while !server.shutting_down.load(Ordering::Acquire) {
@@ -167,9 +284,14 @@ pub fn run(server: Arc<Server>, mut listeners: Listeners, mut poll: Poll) {
         {
             continue;
         }
+        for (what, reply) in requests.iter().flat_map(|r| r.try_iter()) {
+            deregister_all(&poll, &mut listeners);
+            let _ = reply.send(serve_rebind(&server, &mut listeners, what));
+            (first_tls, unix_token) = register_all(&poll, &mut listeners);
+        }
         for ev in events.iter() {
             let t = ev.token();
-            if t == WAKER {
+            if t == WAKER || (t != unix_token && t.0 >= first_tls + listeners.tls.len()) {
                 continue;
             }
             loop {
