@@ -94,7 +94,10 @@ const SHUTDOWN_ON: Kind = Kind::Special;
 /// Every parameter Redis 7.0 knows, in roughly redis.conf's order.
 /// Debugging parameters Redis hides from `CONFIG GET` patterns: only asked
 /// for by their exact name do they answer (Redis's `HIDDEN_CONFIG`).
-const HIDDEN_PARAMS: [&str; 5] = [
+/// Vireo's own `threads` spelling of `io-threads` is hidden the same way:
+/// Redis has no such name, and its suite sets every listed name.
+const HIDDEN_PARAMS: [&str; 6] = [
+    "threads",
     "watchdog-period",
     "rdb-key-save-delay",
     "key-load-delay",
@@ -775,7 +778,7 @@ impl Config {
             }
             for p in PARAMS.iter().filter(|p| !HIDDEN_PARAMS.contains(&p.name)) {
                 for name in std::iter::once(&p.name).chain(p.aliases.iter()) {
-                    if glob_match(pat, name.as_bytes(), true) {
+                    if !HIDDEN_PARAMS.contains(name) && glob_match(pat, name.as_bytes(), true) {
                         push(name, p);
                     }
                 }
