@@ -94,7 +94,11 @@ const SHUTDOWN_ON: Kind = Kind::Special;
 /// Every parameter Redis 7.0 knows, in roughly redis.conf's order.
 /// Debugging parameters Redis hides from `CONFIG GET` patterns: only asked
 /// for by their exact name do they answer (Redis's `HIDDEN_CONFIG`).
-const HIDDEN_PARAMS: [&str; 4] = [
+/// Vireo's own `threads` spelling of `io-threads` is hidden the same way:
+/// Redis has no such name, and its suite sets every listed name.
+const HIDDEN_PARAMS: [&str; 6] = [
+    "threads",
+    "watchdog-period",
     "rdb-key-save-delay",
     "key-load-delay",
     "loading-process-events-interval-bytes",
@@ -103,7 +107,10 @@ const HIDDEN_PARAMS: [&str; 4] = [
 
 static PARAMS: &[Param] = &[
     // Network and general.
-    fixed("bind", X, "127.0.0.1 -::1"),
+    // Rebound at run time by CONFIG SET (net/listener.rs). Redis 7.0's
+    // built-in default is every interface (its redis.conf narrows it to
+    // loopback); protected mode guards the others.
+    p("bind", X, "* -::*"),
     p("bind-source-addr", S, ""),
     p("port", int(0, 65535), "6379"),
     fixed("tcp-backlog", NONNEG, "511"),
@@ -136,6 +143,8 @@ static PARAMS: &[Param] = &[
     ),
     p("crash-log-enabled", B, "yes"),
     p("crash-memcheck-enabled", B, "yes"),
+    // The software watchdog (ops/watchdog.rs), in milliseconds.
+    p("watchdog-period", NONNEG, "0"),
     // Redis exits instead of aborting on a failed assertion; Vireo refuses
     // bad input without panicking, so the choice has nothing to change.
     p("use-exit-on-panic", B, "no"),
@@ -769,7 +778,7 @@ impl Config {
             }
             for p in PARAMS.iter().filter(|p| !HIDDEN_PARAMS.contains(&p.name)) {
                 for name in std::iter::once(&p.name).chain(p.aliases.iter()) {
-                    if glob_match(pat, name.as_bytes(), true) {
+                    if !HIDDEN_PARAMS.contains(name) && glob_match(pat, name.as_bytes(), true) {
                         push(name, p);
                     }
                 }
@@ -987,6 +996,8 @@ impl Config {
     /// Re-reads every hot-path mirror from the table.
     fn refresh_hot(&self) {
         crate::ops::log::set_level(&self.raw("loglevel"));
+        crate::ops::crash::set_enabled(self.flag("crash-log-enabled"));
+        crate::ops::watchdog::set_period(self.num("watchdog-period").max(0) as u64);
         let h = &self.hot;
         let u = |n: &str| self.num(n).max(0) as u64;
         h.proto_max_bulk_len
@@ -1412,7 +1423,8 @@ fn normalise_special(name: &str, raw: &str) -> Result<String, String> {
             Ok(words.join(" "))
         }
         "bind" => {
-            if words.is_empty() || words.len() > 16 {
+            // Empty: no TCP listener at all, as in Redis.
+            if words.len() > 16 {
                 return Err("Too many bind addresses specified.".into());
             }
             Ok(words.join(" "))

@@ -124,11 +124,15 @@ pub fn start(server: Arc<Server>) -> std::io::Result<()> {
             std::io::Error::other("Failed to configure TLS. Check logs for more info.")
         })?;
     }
+    ops::crash::install(crash_reporter(&server));
+    ops::watchdog::init(server.worker_stats.len());
+    // A failure is logged; Redis starts anyway too.
+    let _ = ops::oom::apply(&server.config, server.repl.is_replica());
     let listeners = listener::Listeners::bind(&server)?;
     if server.config.appendonly() || rdb::dump_wanted_at_startup(&server) {
         server.rdb.loading.store(true, Ordering::Release);
     }
-    let (accept_poll, accept_waker) = listener::create_poll(&server)?;
+    let (accept_poll, accept_waker) = listener::create_poll()?;
     let nworkers = server.worker_stats.len();
     let mut polls = Vec::new();
     let mut handles = Vec::new();
@@ -196,6 +200,25 @@ pub fn start(server: Arc<Server>) -> std::io::Result<()> {
     }
     tracing::info!("Vireo is now ready to exit, bye bye...");
     loaded.map_err(std::io::Error::other)
+}
+
+/// What the crash report shows: INFO, and Redis's names for the
+/// commands' handlers (frames in them are labelled `debugCommand` …).
+fn crash_reporter(server: &Arc<Server>) -> ops::crash::Reporter {
+    let handlers = cmd::table()
+        .all
+        .iter()
+        .filter(|spec| spec.subcommands.is_empty())
+        .map(|spec| {
+            let name = ops::crash::redis_function_name(spec.name);
+            (spec.handler as usize, name)
+        })
+        .collect();
+    ops::crash::Reporter {
+        server: server.clone(),
+        info: cmd::info::report_all,
+        handlers,
+    }
 }
 
 /// Loads the dataset at start-up: the AOF when `appendonly` is on (it

@@ -206,8 +206,6 @@ pub struct Server {
     pub security: crate::security::Security,
     /// The TLS configuration in force (`tls-*` parameters).
     pub tls: crate::security::tls::Tls,
-    /// Listener changes made at run time (CONFIG SET tls-port).
-    pub listeners: crate::net::listener::Control,
 }
 
 impl Server {
@@ -250,7 +248,6 @@ impl Server {
             repl: Default::default(),
             security: Default::default(),
             tls: Default::default(),
-            listeners: Default::default(),
         };
         server
             .keyspace

@@ -7,7 +7,6 @@ use vireo_resp::Args;
 
 use super::shared::reply_help;
 use super::{container, errors, flags::*, is, spec, CommandSpec, Ctx, KeySpec};
-use crate::net::listener::PortKind;
 
 const ADMIN_NS: u32 = ADMIN | NOSCRIPT | LOADING | STALE;
 
@@ -61,7 +60,7 @@ fn set(ctx: &mut Ctx<'_>, args: Args<'_>) {
             if let Err(e) = apply_tls(ctx, &pairs, tls_before) {
                 return ctx.out.error(&e);
             }
-            if let Err(e) = move_port(ctx, &all_before) {
+            if let Err(e) = apply_or_roll_back(ctx, &pairs, &all_before) {
                 return ctx.out.error(&e);
             }
             ctx.server.apply_keyspace_config();
@@ -150,6 +149,7 @@ fn apply_tls(
         .server
         .tls
         .apply_config_set(&ctx.server.config, &names)
+        .map_err(|e| e.to_string())
         .and_then(|()| move_tls_port(ctx, &before));
     let Err(reason) = applied else {
         return Ok(());
@@ -171,48 +171,74 @@ fn apply_tls(
 
 /// Listens on the new `tls-port` when CONFIG SET changed it (`before`
 /// holds the old values), as Redis's `applyTLSPort`; Err is the reason
-/// CONFIG SET gives when the port cannot be bound.
-fn move_tls_port(ctx: &Ctx<'_>, before: &[(String, String)]) -> Result<(), &'static str> {
+/// CONFIG SET gives when the port cannot be bound, after listening on the
+/// old port again.
+fn move_tls_port(ctx: &Ctx<'_>, before: &[(String, String)]) -> Result<(), String> {
+    use crate::net::listener::{rebind, Rebind};
     let Some((_, old)) = before.iter().find(|(n, _)| n == "tls-port") else {
         return Ok(());
     };
-    let new = ctx.server.config.get_one("tls-port").unwrap_or_default();
-    if *old == new {
+    if ctx.server.config.get_one("tls-port").as_deref() == Some(old.as_str()) {
         return Ok(());
     }
-    let port = new.parse::<u16>().unwrap_or(0);
-    crate::net::listener::change_port(ctx.server, PortKind::Tls, port).map_err(|_| LISTEN_FAILED)
-}
-
-/// CONFIG SET's reason when a new port cannot be bound (Redis's
-/// `applyPort` and `applyTLSPort`).
-const LISTEN_FAILED: &str = "Unable to listen on this port. Check server logs.";
-
-/// Listens on the new `port` when CONFIG SET changed it (Redis's
-/// `applyPort`); when it cannot, every parameter of the CONFIG SET gets its
-/// old value back (`before`), as Redis rolls the whole command back, and
-/// the reply says why.
-fn move_port(ctx: &Ctx<'_>, before: &[(String, String)]) -> Result<(), String> {
-    let Some((_, old)) = before.iter().find(|(n, _)| n == "port") else {
+    let Err(reason) = rebind(Rebind::TlsPort) else {
         return Ok(());
     };
-    let new = ctx.server.config.get_one("port").unwrap_or_default();
-    if new == *old {
-        return Ok(());
+    if let Err(e) = ctx.server.config.set(&[(&b"tls-port"[..], old.as_bytes())]) {
+        tracing::warn!("restoring tls-port failed: {e}");
     }
-    let port = new.parse::<u16>().unwrap_or(0);
-    if crate::net::listener::change_port(ctx.server, PortKind::Plain, port).is_ok() {
-        return Ok(());
+    if let Err(e) = rebind(Rebind::TlsPort) {
+        tracing::warn!("listening on the previous tls-port again failed: {e}");
     }
+    Err(reason)
+}
+
+/// The parameters whose new values act on the process at once (Redis's
+/// apply functions): the OOM score and the listeners. Err names the
+/// parameter that failed and Redis's reason.
+fn apply_process(
+    ctx: &Ctx<'_>,
+    changed: &dyn Fn(&str) -> bool,
+) -> Result<(), (&'static str, String)> {
+    use crate::net::listener::{rebind, Rebind};
+    if changed("oom-score-adj") || changed("oom-score-adj-values") {
+        let replica = ctx.server.repl.is_replica();
+        if crate::ops::oom::apply(&ctx.server.config, replica).is_err() {
+            return Err(("oom-score-adj", crate::ops::oom::FAILED.to_string()));
+        }
+    }
+    if changed("bind") {
+        rebind(Rebind::Bind).map_err(|e| ("bind", e))?;
+    } else if changed("port") {
+        rebind(Rebind::Port).map_err(|e| ("port", e))?;
+    }
+    Ok(())
+}
+
+/// Applies the new values of `pairs` to the process; when one fails, every
+/// parameter of the call gets its old value back (and is applied again)
+/// and the reply is Redis's.
+fn apply_or_roll_back(
+    ctx: &Ctx<'_>,
+    pairs: &[(&[u8], &[u8])],
+    before: &[(String, String)],
+) -> Result<(), String> {
+    let changed = |param: &str| pairs.iter().any(|(n, _)| is(n, param));
+    let Err((name, reason)) = apply_process(ctx, &changed) else {
+        return Ok(());
+    };
     let old: Vec<(&[u8], &[u8])> = before
         .iter()
         .map(|(n, v)| (n.as_bytes(), v.as_bytes()))
         .collect();
     if let Err(e) = ctx.server.config.set(&old) {
-        tracing::warn!("restoring the settings failed: {e}");
+        tracing::warn!("restoring the previous settings failed: {e}");
+    }
+    if let Err((_, e)) = apply_process(ctx, &changed) {
+        tracing::warn!("applying the previous settings again failed: {e}");
     }
     Err(format!(
-        "ERR CONFIG SET failed (possibly related to argument 'port') - {LISTEN_FAILED}"
+        "ERR CONFIG SET failed (possibly related to argument '{name}') - {reason}"
     ))
 }
 

@@ -112,7 +112,7 @@ fn debug(ctx: &mut Ctx<'_>, args: Args<'_>) {
         ("config-rewrite-force-all", 2) => config_rewrite_force_all(ctx),
         ("client-eviction", 2) => client_eviction(ctx),
         ("listpack" | "quicklist" | "sdslen", 3..=4) => low_level(ctx, &sub, args.get(2)),
-        ("segfault" | "panic" | "assert" | "oom", 2) => crash(&sub),
+        ("segfault" | "panic" | "assert" | "oom", 2) => crash(ctx, &sub),
         ("leak", 3) | ("mallctl" | "mallctl-str", _) => {
             // A Redis built with libc malloc has no MALLCTL; LEAK is only
             // meaningful for its leak checker.
@@ -789,14 +789,48 @@ fn low_level(ctx: &mut Ctx<'_>, sub: &str, key: &[u8]) {
 }
 
 /// DEBUG SEGFAULT / PANIC / ASSERT / OOM: crash on purpose, as Redis
-/// documents them (the process ends with a crash report).
-fn crash(sub: &str) -> ! {
-    tracing::warn!(
-        "DEBUG {} called at Unix time {}",
-        sub.to_uppercase(),
-        vireo_store::clock::now_ms() / 1000
-    );
-    std::process::abort()
+/// does, each ending in the crash report (`ops/crash.rs`): a real fault,
+/// a software failure, a failed assertion, a failed allocation (its
+/// abort() then reports SIGABRT).
+fn crash(ctx: &mut Ctx<'_>, sub: &str) {
+    match sub {
+        "segfault" => crate::ops::crash::segfault(),
+        "panic" => crate::ops::crash::software_failure(&[
+            "------------------------------------------------".into(),
+            "!!! Software Failure. Press left mouse button to continue".into(),
+            format!(
+                "Guru Meditation: DEBUG PANIC called at Unix time {} #{}:{}",
+                vireo_store::clock::now_ms() / 1000,
+                file!(),
+                line!()
+            ),
+        ]),
+        "assert" => {
+            let client = ctx.session.shared.info_line();
+            crate::ops::crash::software_failure(&[
+                "=== ASSERTION FAILED CLIENT CONTEXT ===".into(),
+                format!("client = {client}"),
+                "=== ASSERTION FAILED ===".into(),
+                format!("==> {}:{} 'DEBUG ASSERT' is not true", file!(), line!()),
+            ])
+        }
+        _ => {
+            // Half the address space cannot be had: the allocator fails
+            // and the standard handler aborts.
+            let layout = std::alloc::Layout::from_size_align(isize::MAX as usize / 2, 1)
+                .unwrap_or(std::alloc::Layout::new::<u8>());
+            // SAFETY: a non-zero-sized layout; the block is freed at once
+            // in the unlikely case the allocation succeeds.
+            unsafe {
+                let block = std::alloc::alloc(layout);
+                if block.is_null() {
+                    std::alloc::handle_alloc_error(layout);
+                }
+                std::alloc::dealloc(block, layout);
+            }
+            ctx.out.ok();
+        }
+    }
 }
 
 #[cfg(test)]

@@ -56,6 +56,11 @@ fn info(ctx: &mut Ctx<'_>, args: Args<'_>) {
     ctx.out.verbatim("txt", text.as_bytes());
 }
 
+/// `INFO all`'s text, for the crash report.
+pub fn report_all(server: &Server) -> String {
+    render(server, &selected_sections(&[b"all"]))
+}
+
 /// Which of [`SECTIONS`] the arguments ask for.
 fn selected_sections(names: &[&[u8]]) -> Vec<bool> {
     let defaults = || SECTIONS.iter().map(|s| s.2);

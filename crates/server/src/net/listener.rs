@@ -4,13 +4,13 @@
 //! port is handed over with its handshake not yet begun: it runs on the
 //! worker, which never waits for it (`net/tls.rs`).
 //!
-//! CONFIG SET port / tls-port binds the new listeners on the caller's
-//! thread (so its reply can say whether that worked) and hands them over
-//! through [`Control`]; the acceptor adopts them and closes the old ones
-//! when its waker fires, and the caller waits for that, so the old port is
-//! free when CONFIG SET replies (the suite moves one port from TLS to
-//! plaintext and back). Connections accepted before stay open, as in
-//! Redis.
+//! CONFIG SET `port`, `tls-port` and `bind` rebind at run time as Redis
+//! 7.0 does: the
+//! acceptor closes its TCP listeners and binds the new ones from the
+//! configuration ([`rebind`]); when that fails CONFIG SET puts the old
+//! values back and rebinds again, so the server keeps listening where it
+//! did. The acceptor owns the sockets, so a rebind is a request it
+//! answers between two polls.
 
 use std::io::{self, Write};
 use std::net::{IpAddr, SocketAddr};
@@ -18,9 +18,11 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use mio::net::{TcpListener, UnixListener};
-use mio::{Events, Interest, Poll, Registry, Token, Waker};
+use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
+
+use mio::net::{TcpListener, UnixListener};
+use mio::{Events, Interest, Poll, Token, Waker};
 use socket2::{Domain, Protocol, SockRef, Socket, TcpKeepalive, Type};
 
 use crate::net::conn::Stream;
@@ -30,64 +32,47 @@ use crate::security::tls::AuthClients;
 use crate::server::Server;
 
 const WAKER: Token = Token(usize::MAX);
-const UNIX: Token = Token(usize::MAX - 1);
-/// Tokens of the TLS listeners start here; the plaintext ones from 0.
-const FIRST_TLS: usize = 1 << 20;
 
-/// Which of the TCP ports a listener serves.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PortKind {
-    /// `port`: plaintext.
-    Plain,
-    /// `tls-port`.
-    Tls,
+/// What changed, for a rebind: the reply tells which error Redis gives.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Rebind {
+    /// `port`: the plaintext listeners only.
+    Port,
+    /// `tls-port`: the TLS listeners only.
+    TlsPort,
+    /// `bind`: the plaintext and TLS listeners.
+    Bind,
 }
 
-/// Listener changes requested while the server runs, for the acceptor.
-#[derive(Default)]
-pub struct Control {
-    /// Listeners bound for a new `port` (empty: none), replacing the
-    /// acceptor's plaintext ones.
-    new_plain: Mutex<Option<Vec<TcpListener>>>,
-    /// The same for `tls-port`.
-    new_tls: Mutex<Option<Vec<TcpListener>>>,
-    /// Wakes the acceptor to adopt them.
-    waker: OnceLock<Arc<Waker>>,
+/// A rebind request and where its outcome goes.
+type Request = (Rebind, Sender<Result<(), String>>);
+
+/// The acceptor's mailbox for rebinds, and its wake-up handle.
+struct Mailbox {
+    requests: Mutex<Option<Receiver<Request>>>,
+    sender: Sender<Request>,
+    waker: Arc<Waker>,
 }
 
-impl Control {
-    fn slot(&self, kind: PortKind) -> &Mutex<Option<Vec<TcpListener>>> {
-        match kind {
-            PortKind::Plain => &self.new_plain,
-            PortKind::Tls => &self.new_tls,
-        }
-    }
-}
+static MAILBOX: OnceLock<Mailbox> = OnceLock::new();
 
-/// How long [`change_port`] waits for the acceptor to close the old
-/// listeners (it wakes at once; this bounds a stuck acceptor).
-const ADOPT_WAIT: Duration = Duration::from_secs(2);
-
-/// Makes `port` the `kind` port: binds it on every `bind` address (0: no
-/// listener), has the acceptor swap its listeners of that kind for these,
-/// and waits until it did (Redis's `changeListenPort`). On Err (already
-/// logged) the old listeners stay.
-pub fn change_port(server: &Server, kind: PortKind, port: u16) -> io::Result<()> {
-    let listeners = match port {
-        0 => Vec::new(),
-        p => bind_port(server, p).inspect_err(|e| tracing::warn!("{e}"))?,
+/// Rebinds the listeners from the configuration now in force (after
+/// CONFIG SET `port` or `bind`). Err is Redis's reason: "Unable to listen
+/// on this port. Check server logs." or "Failed to bind to specified
+/// addresses.". The old listeners are closed either way, as in Redis; the
+/// caller restores the old values and rebinds again.
+pub fn rebind(what: Rebind) -> Result<(), String> {
+    let Some(mailbox) = MAILBOX.get() else {
+        return Err("the acceptor is not running".into());
     };
-    let slot = server.listeners.slot(kind);
-    *slot.lock() = Some(listeners);
-    let Some(waker) = server.listeners.waker.get() else {
-        return Ok(());
-    };
-    waker.wake()?;
-    let deadline = std::time::Instant::now() + ADOPT_WAIT;
-    while slot.lock().is_some() && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    Ok(())
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    mailbox
+        .sender
+        .send((what, tx))
+        .map_err(|_| "the acceptor stopped".to_string())?;
+    let _ = mailbox.waker.wake();
+    rx.recv_timeout(Duration::from_secs(10))
+        .map_err(|_| "the acceptor did not answer".to_string())?
 }
 
 /// Listening sockets, bound before the server reports it is ready.
@@ -200,58 +185,105 @@ fn bind_tcp(addr: SocketAddr, backlog: i32) -> io::Result<TcpListener> {
 }
 
 /// Creates the acceptor's poller and its wake-up handle (for shutdown and
-/// [`change_port`]).
-pub fn create_poll(server: &Server) -> io::Result<(Poll, Arc<Waker>)> {
+/// rebinds).
+pub fn create_poll() -> io::Result<(Poll, Arc<Waker>)> {
     let poll = Poll::new()?;
     let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
-    let _ = server.listeners.waker.set(waker.clone());
+    let (sender, receiver) = crossbeam_channel::unbounded();
+    let _ = MAILBOX.set(Mailbox {
+        requests: Mutex::new(Some(receiver)),
+        sender,
+        waker: waker.clone(),
+    });
     Ok((poll, waker))
 }
 
-/// Starts polling `listeners` for connections, the first with token
-/// `first`.
-fn register_all(registry: &Registry, listeners: &mut [TcpListener], first: usize) {
-    for (i, l) in listeners.iter_mut().enumerate() {
-        if let Err(e) = registry.register(l, Token(first + i), Interest::READABLE) {
+/// Registers every listener with the acceptor's poller: TCP ones first,
+/// then TLS ones, then the unix socket. Returns the first TLS token and
+/// the unix socket's.
+fn register_all(poll: &Poll, listeners: &mut Listeners) -> (usize, Token) {
+    for (i, l) in listeners.tcp.iter_mut().enumerate() {
+        if let Err(e) = poll.registry().register(l, Token(i), Interest::READABLE) {
             tracing::error!("cannot poll listener: {e}");
         }
     }
+    let first_tls = listeners.tcp.len();
+    for (i, l) in listeners.tls.iter_mut().enumerate() {
+        if let Err(e) = poll
+            .registry()
+            .register(l, Token(first_tls + i), Interest::READABLE)
+        {
+            tracing::error!("cannot poll TLS listener: {e}");
+        }
+    }
+    let unix_token = Token(first_tls + listeners.tls.len());
+    if let Some(l) = listeners.unix.as_mut() {
+        let _ = poll.registry().register(l, unix_token, Interest::READABLE);
+    }
+    (first_tls, unix_token)
 }
 
-/// Replaces listeners with those [`change_port`] bound, if any (dropping
-/// the old ones closes them), and keeps INFO's `tcp_port` right.
-fn adopt_new(server: &Server, registry: &Registry, listeners: &mut Listeners) {
-    for (kind, own, first) in [
-        (PortKind::Plain, &mut listeners.tcp, 0),
-        (PortKind::Tls, &mut listeners.tls, FIRST_TLS),
-    ] {
-        // Held while swapping: change_port's wait ends once the old
-        // listeners are closed.
-        let mut slot = server.listeners.slot(kind).lock();
-        let Some(mut new) = slot.take() else {
-            continue;
-        };
-        for l in own.iter_mut() {
-            let _ = registry.deregister(l);
+/// Takes every listener off the poller (before the token layout changes).
+fn deregister_all(poll: &Poll, listeners: &mut Listeners) {
+    for l in listeners.tcp.iter_mut().chain(listeners.tls.iter_mut()) {
+        let _ = poll.registry().deregister(l);
+    }
+    if let Some(l) = listeners.unix.as_mut() {
+        let _ = poll.registry().deregister(l);
+    }
+}
+
+/// Serves one rebind on the acceptor thread: closes the TCP (and for a
+/// `bind` change, TLS) listeners and binds them again from the
+/// configuration. Port 0 leaves no plaintext listener, as in Redis.
+fn serve_rebind(server: &Server, listeners: &mut Listeners, what: Rebind) -> Result<(), String> {
+    let plain = what != Rebind::TlsPort;
+    let tls = what != Rebind::Port;
+    if plain {
+        listeners.tcp.clear();
+    }
+    if tls {
+        listeners.tls.clear();
+    }
+    let failed = |e: io::Error| {
+        tracing::warn!("{e}");
+        if what == Rebind::Bind {
+            tracing::warn!("Failed to bind");
+            "Failed to bind to specified addresses.".to_string()
+        } else {
+            "Unable to listen on this port. Check server logs.".to_string()
         }
-        register_all(registry, &mut new, first);
-        *own = new;
+    };
+    let port = server.config.port();
+    if plain && port != 0 {
+        listeners.tcp = bind_port(server, port).map_err(failed)?;
     }
-    let bound = listeners.tcp.first().or(listeners.tls.first());
-    if let Some(addr) = bound.and_then(|l| l.local_addr().ok()) {
-        server
-            .bound_port
-            .store(u64::from(addr.port()), Ordering::Relaxed);
+    if tls {
+        let tls_port = server
+            .config
+            .get_one("tls-port")
+            .and_then(|p| p.parse::<u16>().ok())
+            .unwrap_or(0);
+        if tls_port != 0 {
+            listeners.tls = bind_port(server, tls_port).map_err(|e| {
+                if plain {
+                    listeners.tcp.clear();
+                }
+                failed(e)
+            })?;
+        }
     }
+    if let Some(l) = listeners.tcp.first().or(listeners.tls.first()) {
+        let port = l.local_addr().map(|a| a.port()).unwrap_or(0);
+        server.bound_port.store(u64::from(port), Ordering::Relaxed);
+    }
+    Ok(())
 }
 
 /// Accepts connections until shutdown.
 pub fn run(server: Arc<Server>, mut listeners: Listeners, mut poll: Poll) {
-    register_all(poll.registry(), &mut listeners.tcp, 0);
-    register_all(poll.registry(), &mut listeners.tls, FIRST_TLS);
-    if let Some(l) = listeners.unix.as_mut() {
-        let _ = poll.registry().register(l, UNIX, Interest::READABLE);
-    }
+    let (mut first_tls, mut unix_token) = register_all(&poll, &mut listeners);
+    let requests = MAILBOX.get().and_then(|m| m.requests.lock().take());
     let mut events = Events::with_capacity(64);
     let mut next_worker = 0usize;
     while !server.shutting_down.load(Ordering::Acquire) {
@@ -261,14 +293,18 @@ pub fn run(server: Arc<Server>, mut listeners: Listeners, mut poll: Poll) {
         {
             continue;
         }
+        for (what, reply) in requests.iter().flat_map(|r| r.try_iter()) {
+            deregister_all(&poll, &mut listeners);
+            let _ = reply.send(serve_rebind(&server, &mut listeners, what));
+            (first_tls, unix_token) = register_all(&poll, &mut listeners);
+        }
         for ev in events.iter() {
             let t = ev.token();
-            if t == WAKER {
-                adopt_new(&server, poll.registry(), &mut listeners);
+            if t == WAKER || (t != unix_token && t.0 >= first_tls + listeners.tls.len()) {
                 continue;
             }
             loop {
-                let accepted = if t == UNIX {
+                let accepted = if t == unix_token {
                     match listeners.unix.as_ref().map(|l| l.accept()) {
                         Some(Ok((s, _))) => {
                             let path = server.config.unixsocket().unwrap_or_default();
@@ -277,13 +313,8 @@ pub fn run(server: Arc<Server>, mut listeners: Listeners, mut poll: Poll) {
                         Some(Err(e)) => Err(e),
                         None => break,
                     }
-                } else if t.0 >= FIRST_TLS {
-                    // A listener closed by a port change may still have an
-                    // event in this batch.
-                    let Some(l) = listeners.tls.get(t.0 - FIRST_TLS) else {
-                        break;
-                    };
-                    match l.accept() {
+                } else if t.0 >= first_tls {
+                    match listeners.tls[t.0 - first_tls].accept() {
                         Ok((s, peer)) => {
                             let local = s.local_addr().map(|a| a.to_string()).unwrap_or_default();
                             configure_tcp(&server, &s);
@@ -295,10 +326,7 @@ pub fn run(server: Arc<Server>, mut listeners: Listeners, mut poll: Poll) {
                         Err(e) => Err(e),
                     }
                 } else {
-                    let Some(l) = listeners.tcp.get(t.0) else {
-                        break;
-                    };
-                    match l.accept() {
+                    match listeners.tcp[t.0].accept() {
                         Ok((s, peer)) => {
                             let local = s.local_addr().map(|a| a.to_string()).unwrap_or_default();
                             configure_tcp(&server, &s);

@@ -135,6 +135,7 @@ pub fn run(id: usize, server: Arc<Server>, poll: Poll) {
     };
     let mut events = Events::with_capacity(1024);
     let mut last_tick = Instant::now();
+    crate::ops::watchdog::register_worker(id);
     loop {
         let mut timeout = if w.more_input.is_empty() {
             TICK.saturating_sub(last_tick.elapsed())
@@ -146,12 +147,14 @@ pub fn run(id: usize, server: Arc<Server>, poll: Poll) {
             let ms = (deadline + 1).saturating_sub(now_ms());
             timeout = timeout.min(Duration::from_millis(ms));
         }
+        crate::ops::watchdog::idle(id);
         if let Err(e) = w.poll.poll(&mut events, Some(timeout)) {
             if e.kind() != std::io::ErrorKind::Interrupted {
                 tracing::error!("worker {id}: poll failed: {e}");
                 break;
             }
         }
+        crate::ops::watchdog::busy(id);
         // Whatever runs commands next times itself from a fresh reading.
         vireo_store::clock::anchor_chain();
         for ev in events.iter() {

@@ -20,6 +20,8 @@
 use std::fmt::Write as _;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::OnceLock;
+use std::time::Duration;
 
 use parking_lot::Mutex;
 use tracing::field::{Field, Visit};
@@ -71,10 +73,13 @@ fn level_mark(level: u8) -> char {
 /// appending.
 type Sink = Mutex<Box<dyn Write + Send>>;
 
-/// The tracing layer writing Redis-format lines.
-struct RedisFormat {
-    sink: Sink,
-}
+/// The sink every line goes to, set once by [`init`]. A static rather
+/// than the layer's own field so that the crash report and the watchdog
+/// (`ops/crash.rs`) can write Redis's raw blocks to the same place.
+static SINK: OnceLock<Sink> = OnceLock::new();
+
+/// The tracing layer writing Redis-format lines to [`SINK`].
+struct RedisFormat;
 
 impl<S: Subscriber> Layer<S> for RedisFormat {
     fn register_callsite(
@@ -93,10 +98,36 @@ impl<S: Subscriber> Layer<S> for RedisFormat {
         let mut text = Message::default();
         event.record(&mut text);
         let line = format_line(redis_level(event.metadata().level()), &text.0);
-        let mut sink = self.sink.lock();
-        let _ = sink.write_all(line.as_bytes());
-        let _ = sink.flush();
+        if let Some(sink) = SINK.get() {
+            let mut sink = sink.lock();
+            let _ = sink.write_all(line.as_bytes());
+            let _ = sink.flush();
+        }
     }
+}
+
+/// Writes `text` to the log as it is, whatever the verbosity (Redis's
+/// `LL_RAW` warnings: the blocks of a crash report). Used where the
+/// thread may have been stopped anywhere, even while holding the sink's
+/// lock, so the lock is waited for a bounded time and standard error
+/// takes the text if it stays held.
+pub fn write_raw(text: &str) {
+    let written = SINK.get().and_then(|sink| {
+        let mut sink = sink.try_lock_for(Duration::from_secs(1))?;
+        let _ = sink.write_all(text.as_bytes());
+        let _ = sink.flush();
+        Some(())
+    });
+    if written.is_none() {
+        let _ = std::io::stderr().write_all(text.as_bytes());
+    }
+}
+
+/// Writes one warning line (`#`) whatever the verbosity, as [`write_raw`]
+/// does: for the crash report, where going through `tracing` from a
+/// signal handler is one more lock and thread-local to trip on.
+pub fn write_warning(message: &str) {
+    write_raw(&format_line(3, message));
 }
 
 /// Collects an event's message, then its other fields as ` name=value`.
@@ -184,10 +215,9 @@ pub fn init(logfile: &str, loglevel: &str) {
             }
         }
     };
-    let layer = RedisFormat {
-        sink: Mutex::new(sink),
-    };
-    let _ = tracing_subscriber::registry().with(layer).try_init();
+    if SINK.set(Mutex::new(sink)).is_ok() {
+        let _ = tracing_subscriber::registry().with(RedisFormat).try_init();
+    }
 }
 
 /// The start-up banner: with `always-show-logo`, a block naming the

@@ -1,7 +1,11 @@
 //! Operations: the measurements behind INFO, LATENCY and MEMORY, the
-//! periodic housekeeping (Redis's `serverCron`), and the log in Redis's
-//! format.
+//! periodic housekeeping (Redis's `serverCron`), the log in Redis's
+//! format, and what writes to it when things go wrong: the crash report
+//! and the software watchdog.
 
+pub mod crash;
 pub mod cron;
 pub mod log;
 pub mod metrics;
+pub mod oom;
+pub mod watchdog;

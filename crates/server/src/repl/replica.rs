@@ -213,6 +213,7 @@ pub fn follow(server: &Arc<Server>, host: &str, port: u16) -> bool {
     repl.following.store(true, Ordering::Release);
     server.keyspace.set_replica_expiry(true);
     crate::ops::log::set_replica_role(true);
+    let _ = crate::ops::oom::apply(&server.config, true);
     drop(slot);
     if was_master {
         tracing::info!("Before turning into a replica, using my own master parameters to synthesize a cached master: I may be able to synchronize with the new master with just a partial transfer.");
@@ -252,6 +253,7 @@ pub fn unfollow(server: &Server) -> bool {
     server.aof.mark_replica_cut(Box::new(|| {}));
     server.keyspace.set_replica_expiry(false);
     crate::ops::log::set_replica_role(false);
+    let _ = crate::ops::oom::apply(&server.config, false);
     if repl.cached_master.swap(false, Ordering::SeqCst) {
         tracing::info!("Discarding previously cached master state.");
     }
