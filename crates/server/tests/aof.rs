@@ -1161,6 +1161,12 @@ fn timestamp_annotations_open_the_files_and_load_back() {
             .strip_prefix("#TS:")
             .is_some_and(|s| s.parse::<u64>().is_ok())
     };
+    // The writer thread logs in batches: wait for the SET to land.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while std::fs::metadata(last_incr(&dir)).map_or(0, |m| m.len()) == 0 {
+        assert!(std::time::Instant::now() < deadline, "nothing logged");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     assert!(starts_stamped(&last_incr(&dir)), "{}", aof_text(&dir));
     let rewrites: u64 = info_field(&mut con, "aof_rewrites").parse().unwrap();
     q(&mut con, &["BGREWRITEAOF"]).unwrap();
@@ -1283,5 +1289,28 @@ fn turning_the_aof_off_stops_a_running_rewrite() {
         q(&mut con, &["GET", "k"]).unwrap(),
         Value::BulkString(b"v".to_vec())
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Inside EXEC, BGREWRITEAOF is scheduled rather than started, as Redis
+/// says in its reply; the rewrite then runs.
+#[test]
+fn bgrewriteaof_inside_exec_is_scheduled() {
+    let dir = temp_dir("exec-scheduled");
+    let srv = start_aof(&dir, &[]);
+    let mut con = srv.conn();
+    let rewrites: u64 = info_field(&mut con, "aof_rewrites").parse().unwrap();
+    let (set, rewrite): (String, String) = redis::pipe()
+        .atomic()
+        .cmd("SET")
+        .arg("foo")
+        .arg("bar")
+        .cmd("BGREWRITEAOF")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(set, "OK");
+    assert_eq!(rewrite, "Background append only file rewriting scheduled");
+    wait_rewrite_done(&mut con, rewrites + 1);
+    shutdown(srv);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -18,7 +18,8 @@ pub const COMMANDS: &[CommandSpec] = &[spec(
 /// the data at a point in time, plus a new incremental file from then on),
 /// without fork and without blocking writers.
 fn bgrewriteaof(ctx: &mut Ctx<'_>, _args: Args<'_>) {
-    let busy = ctx.server.keyspace.snapshot_in_progress();
+    // Inside EXEC, Redis schedules the rewrite rather than start it.
+    let busy = ctx.server.keyspace.snapshot_in_progress() || ctx.in_exec;
     if ctx.server.aof.request_rewrite(busy) {
         ctx.out.simple(if busy {
             "Background append only file rewriting scheduled"

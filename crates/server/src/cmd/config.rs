@@ -74,7 +74,7 @@ fn set(ctx: &mut Ctx<'_>, args: Args<'_>) {
                 crate::memory::client_evict::evict_clients(ctx.server);
             }
             if changed("appendonly") || changed("appendfsync") {
-                crate::persist::aof::config_changed(ctx.server);
+                crate::persist::aof::config_changed(ctx.server, ctx.in_exec);
             }
             if changed("requirepass") {
                 let password = ctx.server.config.requirepass();

@@ -567,6 +567,9 @@ pub struct Ctx<'a> {
     /// Blocking commands must not block (inside EXEC): they reply as if
     /// they timed out at once, like Redis's CLIENT_DENY_BLOCKING.
     pub deny_blocking: bool,
+    /// The command runs inside EXEC (Redis's `server.in_exec`): what would
+    /// start a background job schedules it instead.
+    pub in_exec: bool,
     /// How the running command propagates when it is not as executed
     /// (Redis's `rewriteClientCommandVector` / `alsoPropagate`): filled by
     /// [`Ctx::propagate`], None for "as executed".

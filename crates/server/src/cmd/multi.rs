@@ -87,6 +87,7 @@ fn exec(ctx: &mut Ctx<'_>, _args: Args<'_>) {
     unwatch_in(&mut ctx.keys, ctx.session);
     // Blocking commands run inside the transaction reply at once.
     ctx.deny_blocking = true;
+    ctx.in_exec = true;
     ctx.out.array(queued.queue.len());
     for (cmd, args) in &queued.queue {
         // The rules may have changed since the command was queued.

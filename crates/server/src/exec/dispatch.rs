@@ -158,6 +158,7 @@ pub fn run(
         // The AOF's fake client and a master never wait (Redis asserts
         // they cannot).
         deny_blocking,
+        in_exec: false,
         effects: None,
         expired_announced: 0,
         hooks,

@@ -581,7 +581,9 @@ pub fn open_at_start(server: &Server, loaded: Option<Manifest>) -> Result<(), St
 /// CONFIG SET appendonly / appendfsync took effect: turn the AOF on (its
 /// base comes from a rewrite, as Redis's `startAppendOnly`) or off
 /// (pending bytes are written and synced first).
-pub fn config_changed(server: &Server) {
+/// `in_exec`: CONFIG SET ran inside EXEC, where Redis schedules the
+/// rewrite (and says so in the log).
+pub fn config_changed(server: &Server, in_exec: bool) {
     let aof = &server.aof;
     aof.refresh_policy(server);
     let want = server.config.appendonly();
@@ -591,7 +593,13 @@ pub fn config_changed(server: &Server) {
             tracing::warn!("Can't create the append-only directory");
         }
         aof.set_state(WAIT_REWRITE);
-        aof.request_rewrite(server.keyspace.snapshot_in_progress());
+        let snapshot = server.keyspace.snapshot_in_progress();
+        if snapshot {
+            tracing::info!("AOF was enabled but there is already another background operation. An AOF background was scheduled to start when possible.");
+        } else if in_exec {
+            tracing::info!("AOF was enabled during a transaction. An AOF background was scheduled to start when possible.");
+        }
+        aof.request_rewrite(snapshot || in_exec);
     } else if !want && state != OFF {
         if aof.rewrite_in_progress() {
             // Redis's words, though what stops is a thread of ours.
