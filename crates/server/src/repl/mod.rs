@@ -392,6 +392,13 @@ fn backlog_size(server: &Server) -> usize {
 }
 
 /// A numeric parameter as CONFIG GET reports it.
+/// Whether a socket error only means "not now" (a timeout, or EINTR after
+/// SIGSTOP/SIGCONT): the replication links retry those.
+fn retry_later(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::{Interrupted, TimedOut, WouldBlock};
+    matches!(e.kind(), WouldBlock | TimedOut | Interrupted)
+}
+
 fn config_u64(server: &Server, name: &str) -> Option<u64> {
     server.config.get_one(name)?.parse().ok()
 }

@@ -1088,16 +1088,7 @@ fn follow_stream(server: &Arc<Server>, link: &MasterLink, mut conn: Conn) {
             Ok(0) => break,
             Ok(n) => n,
             // A socket with a timeout returns EINTR after SIGSTOP/SIGCONT.
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock
-                        | io::ErrorKind::TimedOut
-                        | io::ErrorKind::Interrupted
-                ) =>
-            {
-                continue
-            }
+            Err(e) if super::retry_later(&e) => continue,
             Err(_) => break,
         };
         link.last_io_ms.store(now_ms(), Ordering::Relaxed);

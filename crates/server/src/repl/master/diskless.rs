@@ -269,14 +269,7 @@ fn write_patiently(server: &Server, r: &Replica, bytes: &[u8]) -> io::Result<()>
                 rest = &rest[n..];
                 progress = Instant::now();
             }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock
-                        | io::ErrorKind::TimedOut
-                        | io::ErrorKind::Interrupted
-                ) =>
-            {
+            Err(e) if super::super::retry_later(&e) => {
                 let timeout = super::super::config_u64(server, "repl-timeout").unwrap_or(60);
                 if progress.elapsed() >= Duration::from_secs(timeout) {
                     return Err(io::ErrorKind::TimedOut.into());
