@@ -146,16 +146,28 @@ pub fn command_denied(
     cmd: CmdRef,
     args: Args<'_>,
 ) -> Option<String> {
-    if unrestricted(server, session) || session.replaying {
-        return None;
-    }
     let context = if session.in_multi() {
         Context::Multi
     } else {
         Context::Toplevel
     };
-    let denied = check_and_log(server, session, cmd, args, context)?;
+    let denied = client_denial(server, session, cmd, args, context)?;
     Some(toplevel_message(denied, cmd))
+}
+
+/// A client's command checked (and a denial logged) in `context`; AOF
+/// replay runs as no user at all.
+fn client_denial(
+    server: &Server,
+    session: &Session,
+    cmd: CmdRef,
+    args: Args<'_>,
+    context: Context,
+) -> Option<Denied> {
+    if unrestricted(server, session) || session.replaying {
+        return None;
+    }
+    check_and_log(server, session, cmd, args, context)
 }
 
 /// EXEC's check of each queued command (rules may have changed since it
@@ -166,10 +178,7 @@ pub fn queued_command_denied(
     cmd: CmdRef,
     args: Args<'_>,
 ) -> Option<String> {
-    if unrestricted(server, session) || session.replaying {
-        return None;
-    }
-    let denied = check_and_log(server, session, cmd, args, Context::Multi)?;
+    let denied = client_denial(server, session, cmd, args, Context::Multi)?;
     let reason = match denied {
         Denied::Command => "no permission to execute the command or subcommand",
         Denied::Key(_) => "no permission to touch the specified keys",
