@@ -3,13 +3,9 @@
 
 mod common;
 
-use common::diff;
+use common::diff::{self, Gen};
 
 /// Keys, fields and values are drawn from small pools so commands collide.
-struct Gen<'r> {
-    rng: &'r mut fastrand::Rng,
-}
-
 impl Gen<'_> {
     fn key(&mut self) -> Vec<u8> {
         format!("k{}", self.rng.u8(..8)).into_bytes()
@@ -36,10 +32,6 @@ impl Gen<'_> {
             1 => i64::MIN.to_string().into_bytes(),
             _ => self.rng.i64(-20..20).to_string().into_bytes(),
         }
-    }
-
-    fn pick<'a>(&mut self, opts: &[&'a str]) -> &'a str {
-        opts[self.rng.usize(..opts.len())]
     }
 
     /// One random command.

@@ -8,21 +8,9 @@
 
 mod common;
 
-use common::diff;
-
-struct Gen<'r> {
-    rng: &'r mut fastrand::Rng,
-}
-
-fn b(s: &str) -> Vec<u8> {
-    s.as_bytes().to_vec()
-}
+use common::diff::{self, b, Gen};
 
 impl Gen<'_> {
-    fn pick<'a>(&mut self, opts: &[&'a str]) -> &'a str {
-        opts[self.rng.usize(..opts.len())]
-    }
-
     /// Mostly string keys; `list` only ever holds a list.
     fn key(&mut self) -> Vec<u8> {
         if self.rng.u8(..12) == 0 {

@@ -8,16 +8,12 @@
 
 mod common;
 
-use common::diff::{self, Raw};
+use common::diff::{self, b, Raw};
 
 struct Gen<'r> {
     rng: &'r mut fastrand::Rng,
     /// The command being built is GEOSEARCHSTORE.
     storing: bool,
-}
-
-fn b(s: &str) -> Vec<u8> {
-    s.as_bytes().to_vec()
 }
 
 impl Gen<'_> {

@@ -9,21 +9,9 @@
 
 mod common;
 
-use common::diff::{self, Raw};
-
-struct Gen<'r> {
-    rng: &'r mut fastrand::Rng,
-}
-
-fn b(s: &str) -> Vec<u8> {
-    s.as_bytes().to_vec()
-}
+use common::diff::{self, b, Gen, Raw};
 
 impl Gen<'_> {
-    fn pick<'a>(&mut self, opts: &[&'a str]) -> &'a str {
-        opts[self.rng.usize(..opts.len())]
-    }
-
     /// A key: mostly HLLs, sometimes a plain string, a list or nothing.
     fn key(&mut self) -> Vec<u8> {
         match self.rng.u8(..25) {

@@ -4,13 +4,9 @@
 
 mod common;
 
-use common::diff;
+use common::diff::{self, Gen};
 
 /// Keys and elements come from small pools so commands collide.
-struct Gen<'r> {
-    rng: &'r mut fastrand::Rng,
-}
-
 impl Gen<'_> {
     fn key(&mut self) -> Vec<u8> {
         format!("l{}", self.rng.u8(..5)).into_bytes()
@@ -37,10 +33,6 @@ impl Gen<'_> {
             3 => b"1.5".to_vec(),
             _ => self.rng.i64(-8..12).to_string().into_bytes(),
         }
-    }
-
-    fn pick<'a>(&mut self, opts: &[&'a str]) -> &'a str {
-        opts[self.rng.usize(..opts.len())]
     }
 
     fn side(&mut self) -> Vec<u8> {

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::diff;
+use common::diff::{self, b};
 
 /// Draws one `redis.call(...)` expression.
 fn call(rng: &mut fastrand::Rng) -> String {
@@ -66,10 +66,6 @@ fn body(rng: &mut fastrand::Rng) -> String {
         _ => format!("return cjson.encode({{v = {last}}})"),
     });
     lines.join("\n")
-}
-
-fn b(s: &str) -> Vec<u8> {
-    s.as_bytes().to_vec()
 }
 
 /// One step: a script run, or a script-cache/library command.

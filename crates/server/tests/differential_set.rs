@@ -7,21 +7,9 @@
 
 mod common;
 
-use common::diff;
-
-struct Gen<'r> {
-    rng: &'r mut fastrand::Rng,
-}
-
-fn b(s: &str) -> Vec<u8> {
-    s.as_bytes().to_vec()
-}
+use common::diff::{self, b, Gen};
 
 impl Gen<'_> {
-    fn pick<'a>(&mut self, opts: &[&'a str]) -> &'a str {
-        opts[self.rng.usize(..opts.len())]
-    }
-
     /// Mostly set keys; `str` only ever holds a string.
     fn key(&mut self) -> Vec<u8> {
         if self.rng.u8(..10) == 0 {

@@ -10,23 +10,11 @@
 
 mod common;
 
-use common::diff;
+use common::diff::{self, b, Gen};
 
 type Cmd = Vec<Vec<u8>>;
 
-fn b(s: &str) -> Vec<u8> {
-    s.as_bytes().to_vec()
-}
-
-struct Gen<'r> {
-    rng: &'r mut fastrand::Rng,
-}
-
 impl Gen<'_> {
-    fn pick<'a>(&mut self, opts: &[&'a str]) -> &'a str {
-        opts[self.rng.usize(..opts.len())]
-    }
-
     /// An element: numbers mostly, a few words and odd numerics.
     fn elem(&mut self) -> String {
         match self.rng.u8(..10) {

@@ -11,24 +11,12 @@
 
 mod common;
 
-use common::diff;
+use common::diff::{self, b, Gen};
 
 /// Argument lists are built from byte vectors.
 type Cmd = Vec<Vec<u8>>;
 
-struct Gen<'r> {
-    rng: &'r mut fastrand::Rng,
-}
-
-fn b(s: &str) -> Vec<u8> {
-    s.as_bytes().to_vec()
-}
-
 impl Gen<'_> {
-    fn pick<'a>(&mut self, opts: &[&'a str]) -> &'a str {
-        opts[self.rng.usize(..opts.len())]
-    }
-
     /// Mostly a few streams; sometimes the string or a missing key.
     fn key(&mut self) -> Vec<u8> {
         match self.rng.u8(..12) {

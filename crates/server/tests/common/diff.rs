@@ -368,3 +368,21 @@ pub fn transaction(
     }]);
     t
 }
+
+/// The random source the command generators of `tests/differential_*.rs`
+/// share; each file adds its family's methods (`impl Gen<'_>` there).
+pub struct Gen<'r> {
+    pub rng: &'r mut fastrand::Rng,
+}
+
+impl Gen<'_> {
+    /// One of `opts`, uniformly.
+    pub fn pick<'a>(&mut self, opts: &[&'a str]) -> &'a str {
+        opts[self.rng.usize(..opts.len())]
+    }
+}
+
+/// `s` as an argument.
+pub fn b(s: &str) -> Vec<u8> {
+    s.as_bytes().to_vec()
+}
