@@ -4,6 +4,7 @@
 
 mod common;
 
+use std::io::Write;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::q;
@@ -256,6 +257,59 @@ fn expired_keys_disappear_lazily() {
     assert_eq!(int(&mut con, &["TTL", "ttl"]), -2);
     assert_eq!(int(&mut con, &["PERSIST", "ttl"]), 0);
     assert_eq!(int(&mut con, &["EXPIRE", "ttl", "100"]), 0);
+}
+
+/// Inside EXEC the time for expiry decisions stays at EXEC's start (Redis
+/// 7.0's `fixed_time_expire`): a key that expires while the transaction
+/// sleeps is still found, PTTL counts from the clock (0), and a client
+/// blocked on the key is not served it afterwards: the key is deleted when
+/// the transaction ends and the client keeps waiting.
+#[test]
+fn transactions_see_a_fixed_time_and_blocked_clients_the_real_one() {
+    let srv = common::Server::start(&["--enable-debug-command", "yes"]);
+    let mut con = srv.conn();
+    ok(&mut con, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    // A raw connection: BRPOP is sent and its reply never read.
+    let mut blocked = std::net::TcpStream::connect(("127.0.0.1", srv.port)).unwrap();
+    blocked
+        .write_all(b"*3\r\n$5\r\nBRPOP\r\n$4\r\nlist\r\n$1\r\n0\r\n")
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while common::info_field(&mut con, "blocked_clients") != "1" {
+        assert!(Instant::now() < deadline, "BRPOP did not block");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let reply: Value = redis::pipe()
+        .atomic()
+        .cmd("SET")
+        .arg("k")
+        .arg("v")
+        .arg("PX")
+        .arg(100)
+        .cmd("RPUSH")
+        .arg("list")
+        .arg("x")
+        .cmd("PEXPIRE")
+        .arg("list")
+        .arg(100)
+        .cmd("DEBUG")
+        .arg("SLEEP")
+        .arg("0.2")
+        .cmd("GET")
+        .arg("k")
+        .cmd("PTTL")
+        .arg("k")
+        .query(&mut con)
+        .unwrap();
+    let Value::Array(items) = reply else {
+        panic!("{reply:?}")
+    };
+    assert_eq!(items[4], Value::BulkString(b"v".to_vec()));
+    assert_eq!(items[5], Value::Int(0));
+    assert_eq!(ok(&mut con, &["GET", "k"]), Value::Nil);
+    assert_eq!(int(&mut con, &["EXISTS", "list"]), 0);
+    assert_eq!(common::info_field(&mut con, "blocked_clients"), "1");
+    drop(blocked);
 }
 
 #[test]

@@ -186,3 +186,31 @@ fn vireo_migrates_into_redis() {
     assert_eq!(ok(&mut cr, &["HGET", "h", "g"]), bulk("w"));
     assert_eq!(ok(&mut cr, &["ZSCORE", "z", "m"]), bulk("1.5"));
 }
+
+/// A target that does not answer within the timeout fails MIGRATE with
+/// IOERR after one wait, not two: a timeout is not retried on a new
+/// connection (Redis's rule), so the key stays here.
+#[test]
+fn a_silent_target_times_out_once() {
+    let a = Server::start(&["--save", ""]);
+    let b = Server::start(&["--save", "", "--enable-debug-command", "yes"]);
+    let mut ca = a.conn();
+    let port = b.port.to_string();
+    ok(&mut ca, &["SET", "k", "v"]);
+    // DEBUG SLEEP stops the target (it holds every key) for 1.5 s.
+    let sleeper = std::thread::spawn({
+        let mut cb = b.conn();
+        move || q(&mut cb, &["DEBUG", "SLEEP", "1.5"])
+    });
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let started = std::time::Instant::now();
+    let e = err(&mut ca, &["MIGRATE", "127.0.0.1", &port, "k", "0", "500"]);
+    let waited = started.elapsed();
+    assert!(e.starts_with("IOERR error or timeout"), "{e}");
+    assert!(
+        waited < std::time::Duration::from_millis(900),
+        "{waited:?}"
+    );
+    assert_eq!(ok(&mut ca, &["EXISTS", "k"]), Value::Int(1));
+    sleeper.join().unwrap().unwrap();
+}

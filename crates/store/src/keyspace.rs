@@ -949,7 +949,8 @@ impl<'a> Keys<'a> {
         self.now
     }
 
-    /// Re-reads the clock (a transaction does so before each command).
+    /// Re-reads the clock (before serving blocked clients, which Redis does
+    /// at the time of serving, not of the command that made keys ready).
     pub fn refresh_clock(&mut self) {
         self.now = now_ms();
     }

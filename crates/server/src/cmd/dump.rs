@@ -131,9 +131,18 @@ fn write_command(buf: &mut Vec<u8>, parts: &[&[u8]]) {
 /// How a MIGRATE exchange with the target failed.
 enum Exchange {
     /// The socket failed or timed out while writing (true) or reading.
-    Io { writing: bool },
+    Io { writing: bool, timed_out: bool },
     /// The target answered with an error.
     Target(String),
+}
+
+/// A socket error of the exchange, telling a timeout from a broken link.
+fn io_failure(e: &std::io::Error, writing: bool) -> Exchange {
+    let timed_out = matches!(
+        e.kind(),
+        std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock
+    );
+    Exchange::Io { writing, timed_out }
 }
 
 /// MIGRATE host port key|"" destination-db timeout [COPY] [REPLACE] [AUTH
@@ -201,10 +210,12 @@ fn migrate(ctx: &mut Ctx<'_>, args: Args<'_>) {
                     .out
                     .error(&format!("ERR Target instance replied with error: {msg}"));
             }
-            Err((acked, Exchange::Io { writing })) => {
+            Err((acked, Exchange::Io { writing, timed_out })) => {
                 // A broken cached connection is retried once on a new one,
-                // when nothing was acknowledged yet.
-                if acked.is_empty() && !retried {
+                // when nothing was acknowledged yet; a target too slow to
+                // answer is not (Redis's ETIMEDOUT rule: a retry would
+                // double the wait the caller asked for).
+                if acked.is_empty() && !retried && !timed_out {
                     retried = true;
                     continue;
                 }
@@ -247,8 +258,8 @@ fn migrate_exchange(
         }
         write_command(&mut buf, &parts);
     }
-    if conn.write_all(&buf).is_err() {
-        return Err((Vec::new(), Exchange::Io { writing: true }));
+    if let Err(e) = conn.write_all(&buf) {
+        return Err((Vec::new(), io_failure(&e, true)));
     }
     let read = |conn: &mut outbound::Outbound| conn.read_line(1024);
     // An AUTH or SELECT error fails every key; otherwise each RESTORE
@@ -261,7 +272,7 @@ fn migrate_exchange(
                 first_error.get_or_insert(l[1..].to_string());
             }
             Ok(_) => {}
-            Err(_) => return Err((Vec::new(), Exchange::Io { writing: false })),
+            Err(e) => return Err((Vec::new(), io_failure(&e, false))),
         }
     }
     let setup_failed = first_error.is_some();
@@ -273,7 +284,7 @@ fn migrate_exchange(
             }
             Ok(_) if !setup_failed => acked.push(i),
             Ok(_) => {}
-            Err(_) => return Err((acked, Exchange::Io { writing: false })),
+            Err(e) => return Err((acked, io_failure(&e, false))),
         }
     }
     match first_error {

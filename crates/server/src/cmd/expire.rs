@@ -225,7 +225,6 @@ fn ms_to_secs_rounded(ms: u64) -> u64 {
 }
 
 fn ttl_generic(ctx: &mut Ctx<'_>, args: Args<'_>, millis: bool, absolute: bool) {
-    let now = ctx.keys.now();
     // Inspecting a TTL is not an access to the key.
     let Some(entry) = ctx.keys.get_read_no_touch(ctx.db, args.get(1)) else {
         return ctx.out.int(-2);
@@ -233,7 +232,15 @@ fn ttl_generic(ctx: &mut Ctx<'_>, args: Args<'_>, millis: bool, absolute: bool) 
     let Some(at) = entry.expire_at() else {
         return ctx.out.int(-1);
     };
-    let ms = if absolute { at } else { at.saturating_sub(now) };
+    // What is left counts from the clock now, not from the transaction's
+    // frozen time the lookup used (Redis reads mstime() here): inside a
+    // MULTI that slept past the expiry, PTTL is 0 while GET still finds
+    // the key.
+    let ms = if absolute {
+        at
+    } else {
+        at.saturating_sub(vireo_store::clock::now_ms())
+    };
     let v = if millis { ms } else { ms_to_secs_rounded(ms) };
     ctx.out.int(i64::try_from(v).unwrap_or(i64::MAX));
 }

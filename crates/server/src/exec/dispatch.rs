@@ -184,10 +184,13 @@ pub fn run(
         ctx.session.aof_wait = ctx.session.aof_wait.max(wait);
     }
     // Clients blocked on keys this command filled are served before
-    // anything else runs, under the same locks.
+    // anything else runs, under the same locks, at the time of serving (a
+    // key that expired while a transaction slept is deleted, not served:
+    // Redis updates its cached time there too).
     let deferred = if ctx.ready.is_empty() {
         Vec::new()
     } else {
+        ctx.keys.refresh_clock();
         crate::exec::blocking::serve_ready(server, &mut ctx.keys, &mut ctx.ready, &mut ctx.dirty)
     };
     // Keys the services found expired are deleted: logged after the unit.
