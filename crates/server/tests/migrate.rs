@@ -207,10 +207,7 @@ fn a_silent_target_times_out_once() {
     let e = err(&mut ca, &["MIGRATE", "127.0.0.1", &port, "k", "0", "500"]);
     let waited = started.elapsed();
     assert!(e.starts_with("IOERR error or timeout"), "{e}");
-    assert!(
-        waited < std::time::Duration::from_millis(900),
-        "{waited:?}"
-    );
+    assert!(waited < std::time::Duration::from_millis(900), "{waited:?}");
     assert_eq!(ok(&mut ca, &["EXISTS", "k"]), Value::Int(1));
     sleeper.join().unwrap().unwrap();
 }

@@ -180,6 +180,50 @@ fn a_subscriber_that_never_reads_is_cut_off_and_the_publisher_goes_on() {
     assert_eq!(list, redis::Value::BulkString(Vec::new()));
 }
 
+/// The soft limit: a subscriber over it is kept while the time allowed has
+/// not passed (counted in whole wall-clock seconds, as Redis does) and cut
+/// off once it has, while traffic goes on.
+#[test]
+fn a_subscriber_over_the_soft_limit_goes_after_its_seconds() {
+    let srv = common::Server::start(&[]);
+    let mut con = srv.conn();
+    common::ok(
+        &mut con,
+        &[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "pubsub 0 64kb 1",
+        ],
+    );
+    let mut lazy = Raw::connect(srv.port);
+    lazy.call(&["SUBSCRIBE", "soft"]);
+    let payload = "x".repeat(16 * 1024);
+    let mut publisher = Raw::connect(srv.port);
+    // Fill the socket buffers and go over the soft limit.
+    let started = std::time::Instant::now();
+    while started.elapsed() < Duration::from_millis(300) {
+        publisher.call(&["PUBLISH", "soft", &payload]);
+    }
+    let over = std::time::Instant::now();
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(
+        publisher.call(&["PUBLISH", "soft", "x"]),
+        ":1\r\n",
+        "cut off too early"
+    );
+    let mut gone_after = None;
+    while over.elapsed() < Duration::from_secs(6) {
+        if publisher.call(&["PUBLISH", "soft", &payload]) == ":0\r\n" {
+            gone_after = Some(over.elapsed());
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let gone_after = gone_after.expect("the subscriber over the soft limit was not disconnected");
+    assert!(gone_after >= Duration::from_millis(200), "{gone_after:?}");
+}
+
 #[test]
 fn keyspace_events_arrive_in_redis_order() {
     let srv = common::Server::start(&["--io-threads", "2"]);

@@ -595,8 +595,12 @@ pub fn output_limit_reached(server: &Server, session: &mut Session, used: usize)
     let over = if hard > 0 && used >= hard {
         true
     } else if soft > 0 && used >= soft {
-        let since = *session.obuf_soft_since.get_or_insert_with(Instant::now);
-        since.elapsed().as_secs() > lim.soft_seconds.load(Ordering::Relaxed)
+        // Whole seconds of the wall clock, as Redis counts them
+        // (`server.unixtime`): the client goes between `soft_seconds` and
+        // one second more after it went over.
+        let now = vireo_store::clock::now_ms() / 1000;
+        let since = *session.obuf_soft_since.get_or_insert(now);
+        now.saturating_sub(since) > lim.soft_seconds.load(Ordering::Relaxed)
     } else {
         session.obuf_soft_since = None;
         false

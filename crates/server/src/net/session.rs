@@ -2,7 +2,6 @@
 //! `client` struct that is not I/O).
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use vireo_resp::OwnedArgs;
 use vireo_store::keyspace::WatchFlag;
@@ -63,9 +62,9 @@ pub struct Session {
     /// The command waiting for keys (BLPOP …); input is not executed
     /// meanwhile.
     pub blocked: Option<crate::exec::blocking::Blocked>,
-    /// When the output buffer went over the soft `client-output-buffer-limit`
-    /// (None while under it).
-    pub obuf_soft_since: Option<Instant>,
+    /// The Unix second the output buffer went over the soft
+    /// `client-output-buffer-limit` (None while under it).
+    pub obuf_soft_since: Option<u64>,
     /// What other threads may read or ask of this client.
     pub shared: Arc<ClientShared>,
     /// AOF offset that must be durable before this client's pending
