@@ -1386,7 +1386,11 @@ impl<'a> Keys<'a> {
     /// True if `key` exists and its TTL has passed, without deleting it
     /// (EXEC checks watched keys this way).
     pub fn is_logically_expired(&mut self, db: usize, key: &[u8]) -> bool {
-        let hash = key_hash(key);
+        self.is_expired_hashed(db, key_hash(key), key)
+    }
+
+    /// [`Keys::is_logically_expired`] for a key whose hash is known.
+    fn is_expired_hashed(&mut self, db: usize, hash: u64, key: &[u8]) -> bool {
         let now = self.now;
         self.shard(hash).dbs[db]
             .keys
@@ -1404,7 +1408,7 @@ impl<'a> Keys<'a> {
     /// remembering whether the key is already past its TTL.
     pub fn watch(&mut self, db: usize, key: &[u8], flag: &WatchFlag) {
         let hash = key_hash(key);
-        let stale = self.is_logically_expired(db, key);
+        let stale = self.is_expired_hashed(db, hash, key);
         let watchers = self.shard(hash).watchers.get_or_insert_default();
         let list = watchers.entry(key.into()).or_default();
         if !list
@@ -1434,7 +1438,7 @@ impl<'a> Keys<'a> {
                     .find(|w| w.db == db && Arc::ptr_eq(&w.flag, flag))
             })
             .is_some_and(|w| w.stale.get());
-        !stale && self.is_logically_expired(db, key)
+        !stale && self.is_expired_hashed(db, hash, key)
     }
 
     /// Removes a registration made by [`Keys::watch`].
