@@ -255,8 +255,14 @@ fn every_type_survives_a_restart_through_the_aof() {
 #[test]
 fn expiries_and_non_deterministic_commands_are_logged_as_their_effects() {
     let dir = temp_dir("effects");
-    let srv = start_aof(&dir, &["--appendfsync", "always"]);
+    let srv = start_aof(
+        &dir,
+        &["--appendfsync", "always", "--enable-debug-command", "yes"],
+    );
     let mut con = srv.conn();
+    // `gone` below must expire on access: the active cycle's deletion would
+    // reach the file on its own, after the reply the test reads it by.
+    q(&mut con, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]).unwrap();
     for c in [
         &["SET", "a", "1", "EX", "100"][..],
         &["SETEX", "b", "100", "v"],
@@ -385,26 +391,63 @@ fn geo_and_hll_writes_are_logged_as_redis_logs_them() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// RANDOMKEY's lazy expirations are logged one DEL at a time, never as a
-/// MULTI/EXEC block (Redis's CMD_TOUCHES_ARBITRARY_KEYS); in a transaction
-/// they stay inside it.
+/// The lazy expirations of RANDOMKEY and SCAN are logged one DEL at a
+/// time, never as a MULTI/EXEC block (Redis's CMD_TOUCHES_ARBITRARY_KEYS),
+/// and announced as `expired` events.
 #[test]
-fn lazy_expirations_of_randomkey_are_not_a_transaction() {
-    let dir = temp_dir("randomkey");
-    let srv = start_aof(
-        &dir,
-        &["--appendfsync", "always", "--enable-debug-command", "yes"],
-    );
-    let mut con = srv.conn();
-    q(&mut con, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]).unwrap();
-    q(&mut con, &["SET", "foo1", "bar", "PX", "1"]).unwrap();
-    q(&mut con, &["SET", "foo2", "bar", "PX", "1"]).unwrap();
-    std::thread::sleep(Duration::from_millis(20));
-    assert_eq!(q(&mut con, &["RANDOMKEY"]).unwrap(), Value::Nil);
-    let text = aof_text(&dir);
-    let tail = &text[text.rfind("bar").unwrap()..];
-    assert!(!tail.contains("MULTI"), "{tail}");
-    assert_eq!(tail.matches("$3\r\nDEL\r\n").count(), 2, "{tail}");
+fn lazy_expirations_of_randomkey_and_scan_are_not_a_transaction() {
+    for command in ["RANDOMKEY", "SCAN"] {
+        let dir = temp_dir(&command.to_lowercase());
+        let srv = start_aof(
+            &dir,
+            &["--appendfsync", "always", "--enable-debug-command", "yes"],
+        );
+        let mut con = srv.conn();
+        q(&mut con, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]).unwrap();
+        q(&mut con, &["CONFIG", "SET", "notify-keyspace-events", "Ex"]).unwrap();
+        let mut events = srv.conn();
+        events
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        let mut pubsub = events.as_pubsub();
+        pubsub.subscribe("__keyevent@0__:expired").unwrap();
+        q(&mut con, &["SET", "foo1", "bar", "PX", "1"]).unwrap();
+        q(&mut con, &["SET", "foo2", "bar", "PX", "1"]).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        match command {
+            "SCAN" => {
+                let reply = q(&mut con, &["SCAN", "0"]).unwrap();
+                assert_eq!(
+                    reply,
+                    Value::Array(vec![Value::BulkString(b"0".to_vec()), Value::Array(vec![])])
+                );
+            }
+            _ => assert_eq!(q(&mut con, &[command]).unwrap(), Value::Nil),
+        }
+        let mut gone: Vec<String> = (0..2)
+            .map(|_| pubsub.get_message().unwrap().get_payload().unwrap())
+            .collect();
+        gone.sort();
+        assert_eq!(gone, ["foo1", "foo2"], "{command}");
+        // SCAN's deletions reach the AOF writer on their own, with no
+        // reply waiting for them.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let tail = loop {
+            let text = aof_text(&dir);
+            let tail = text[text.rfind("bar").unwrap()..].to_string();
+            let dels = tail.matches("$3\r\nDEL\r\n").count();
+            if dels >= 2 || std::time::Instant::now() > deadline {
+                break tail;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(!tail.contains("MULTI"), "{command}: {tail}");
+        assert_eq!(
+            tail.matches("$3\r\nDEL\r\n").count(),
+            2,
+            "{command}: {tail}"
+        );
+    }
 }
 
 /// Runs Vireo with the AOF on in `dir`, expecting it to exit by itself

@@ -1494,13 +1494,18 @@ impl<'a> Keys<'a> {
 
     /// One step of SCAN over `db`. The cursor packs the shard index in its
     /// low bits and the shard table's own cursor above them. Returns the
-    /// next cursor (0 when done). Expired keys are skipped (and deleted).
+    /// next cursor (0 when done). Expired keys are skipped and deleted;
+    /// `on_expired(db, key)` is told of each deletion while its shard is
+    /// still locked (this view may let go of the shard before the command
+    /// ends, so the deletion is logged there, in order with the key's other
+    /// writes, as the active expiry cycle logs its own).
     pub fn scan(
         &mut self,
         db: usize,
         cursor: u64,
         count: usize,
         mut f: impl FnMut(&[u8], &Entry),
+        on_expired: &mut dyn FnMut(usize, &[u8]),
     ) -> u64 {
         let bits = self.ks.shard_count().trailing_zeros();
         let mut shard = (cursor & self.ks.shard_mask as u64) as usize;
@@ -1519,13 +1524,11 @@ impl<'a> Keys<'a> {
                         f(e.key(), e);
                     }
                 });
-                // Not recorded for the AOF: this dynamic view lets go of the
-                // shard before the command ends, so a DEL logged later could
-                // land after a newer write of the key. The logged absolute
-                // expiry removes the key on replay anyway.
                 if !self.ks.expiry_paused(now) {
                     for k in &expired {
-                        s.expire_if_needed(db, hash_key(k), k, now);
+                        if s.expire_if_needed(db, hash_key(k), k, now) {
+                            on_expired(db, k);
+                        }
                     }
                 }
                 next
@@ -2087,9 +2090,15 @@ mod tests {
         let mut cursor = 0;
         loop {
             let mut k = ks.lock_dynamic();
-            cursor = k.scan(0, cursor, 10, |key, _| {
-                seen.insert(key.to_vec());
-            });
+            cursor = k.scan(
+                0,
+                cursor,
+                10,
+                |key, _| {
+                    seen.insert(key.to_vec());
+                },
+                &mut |_, _| {},
+            );
             if cursor == 0 {
                 break;
             }

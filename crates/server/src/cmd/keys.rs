@@ -184,16 +184,28 @@ fn scan(ctx: &mut Ctx<'_>, args: Args<'_>) {
         return;
     };
     let mut found: Vec<Key> = Vec::new();
-    let next = ctx
-        .keys
-        .scan(ctx.db, opts.cursor, opts.count, |key, entry| {
+    let server = ctx.server;
+    let lazy = server.config.lazyfree_lazy_expire();
+    // Each key found expired is deleted, and its DEL propagated on its own
+    // (not in a MULTI, as Redis 7.0), under its shard's lock.
+    let mut expired = |db: usize, key: &[u8]| {
+        crate::persist::aof::log_deletion(server, db, key, lazy);
+        crate::exec::notify::key_gone(server, "expired", db, key);
+    };
+    let next = ctx.keys.scan(
+        ctx.db,
+        opts.cursor,
+        opts.count,
+        |key, entry| {
             let type_ok = opts
                 .type_name
                 .is_none_or(|t| t.eq_ignore_ascii_case(entry.value().type_name().as_bytes()));
             if type_ok && opts.matches(key) {
                 found.push(key.into());
             }
-        });
+        },
+        &mut expired,
+    );
     let out = &mut *ctx.out;
     out.array(2);
     out.bulk(itoa::Buffer::new().format(next).as_bytes());
