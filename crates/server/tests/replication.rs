@@ -78,9 +78,9 @@ impl Link {
     }
 }
 
-/// Polls `f` for up to ten seconds.
+/// Polls `f` for up to thirty seconds (a loaded machine needs them).
 fn eventually(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + Duration::from_secs(30);
     while !f() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         std::thread::sleep(Duration::from_millis(20));

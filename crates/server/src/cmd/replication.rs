@@ -163,6 +163,7 @@ fn role(ctx: &mut Ctx<'_>, _args: Args<'_>) {
         .into_iter()
         .filter(|r| r.is_online())
         .collect();
+    ctx.server.repl.settle(ctx.server);
     ctx.out.array(3);
     ctx.out.bulk(b"master");
     ctx.out.int(ctx.server.repl.offset() as i64);
@@ -194,11 +195,8 @@ fn wait(ctx: &mut Ctx<'_>, args: Args<'_>) {
     if server.repl.replicas().is_empty() {
         return ctx.out.int(0);
     }
-    // Every unit fed so far reaches the stream within the writer's batch
-    // delay: the target covers this client's writes (and maybe others').
-    server
-        .aof
-        .wait_written(std::time::Duration::from_millis(100));
+    // The target covers this client's writes (and maybe others').
+    server.repl.settle(server);
     let target = server.repl.offset();
     let acked = server.repl.acked(target);
     if acked as i64 >= needed || ctx.session.in_multi() || ctx.deny_blocking {

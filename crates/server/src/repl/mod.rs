@@ -158,6 +158,21 @@ impl Repl {
         self.offset.load(Ordering::SeqCst)
     }
 
+    /// On a master feeding replicas, waits (at most 100 ms, normally the
+    /// AOF writer's batch delay) until every write acknowledged so far is
+    /// in the stream, so that [`Repl::offset`] read next covers them. The
+    /// writer thread feeds the stream in batches; without this, INFO,
+    /// ROLE and WAIT could report an offset behind writes a client has
+    /// seen acknowledged, and a replica "in sync" by the offsets (Redis's
+    /// tests wait so) would still lack them.
+    pub fn settle(&self, server: &Server) {
+        if !self.is_replica() && server.aof.is_replicating() {
+            server
+                .aof
+                .wait_written(std::time::Duration::from_millis(100));
+        }
+    }
+
     /// DEBUG CHANGE-REPL-ID: a new id, and no secondary one.
     pub fn change_replid(&self) {
         let mut ids = self.ids.lock();
@@ -344,6 +359,7 @@ impl Repl {
 
     /// Adds the INFO replication fields, in Redis's order.
     pub fn info_fields(&self, server: &Server) -> Vec<(String, String)> {
+        self.settle(server);
         let mut f: Vec<(String, String)> = Vec::new();
         let link = self.link();
         let mut kv = |k: &str, v: String| f.push((k.to_string(), v));
