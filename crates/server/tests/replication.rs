@@ -143,6 +143,39 @@ fn sync_sends_the_snapshot_then_exactly_the_writes_after_it() {
 
 /// PUBLISH goes to replicas (alone, or in place inside a transaction)
 /// and never to the AOF.
+/// The offset ROLE and INFO report on a master covers every write already
+/// acknowledged: the AOF writer thread feeds the stream in batches, and
+/// reading the offset first lets it catch up (tests that wait for a
+/// replica to reach the master's offset rely on it).
+#[test]
+fn reported_offsets_cover_acknowledged_writes() {
+    let s = Server::start(&[]);
+    let mut c = s.conn();
+    ok(
+        &mut c,
+        &["CONFIG", "SET", "repl-ping-replica-period", "3600"],
+    );
+    let mut link = Link::open(s.port, "SYNC");
+    link.rdb();
+    let role_offset = |c: &mut redis::Connection| match ok(c, &["ROLE"]) {
+        redis::Value::Array(v) => match v[1] {
+            redis::Value::Int(n) => n,
+            ref other => panic!("{other:?}"),
+        },
+        other => panic!("{other:?}"),
+    };
+    let mut last = role_offset(&mut c);
+    for i in 0..50 {
+        ok(&mut c, &["SET", "k", &i.to_string()]);
+        let now = role_offset(&mut c);
+        assert!(now > last, "write {i}: ROLE offset {now} after {last}");
+        ok(&mut c, &["INCR", "n"]);
+        let info: i64 = info_field(&mut c, "master_repl_offset").parse().unwrap();
+        assert!(info > now, "write {i}: INFO offset {info} after {now}");
+        last = info;
+    }
+}
+
 #[test]
 fn publish_reaches_the_stream_and_not_the_aof() {
     let s = Server::start(&["--appendonly", "yes"]);
