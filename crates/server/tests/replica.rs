@@ -691,3 +691,53 @@ fn a_stopped_and_resumed_replica_keeps_its_link() {
     assert_eq!(info_field(&mut mc, "sync_partial_ok"), "0");
     assert_eq!(info_field(&mut mc, "sync_full"), "1");
 }
+
+/// A replica whose master is unreachable, with `replica-serve-stale-data
+/// no`, runs only commands flagged `stale`; for scripts the flag is the
+/// script's `allow-stale`, and inside such a script a command not flagged
+/// `stale` is refused.
+#[test]
+fn a_stale_replica_runs_only_allow_stale_scripts() {
+    let s = Server::start(&[]);
+    let mut c = s.conn();
+    let library = "#!lua name=stale\n\
+        redis.register_function{function_name='plain', callback=function() return 'hello' end, flags={'no-writes'}}\n\
+        redis.register_function{function_name='stale_ok', callback=function() return 'hello' end, flags={'allow-stale', 'no-writes'}}\n\
+        redis.register_function{function_name='stale_get', callback=function() return redis.call('get', 'x') end, flags={'allow-stale', 'no-writes'}}\n\
+        redis.register_function{function_name='stale_info', callback=function() return redis.call('info', 'server') end, flags={'allow-stale', 'no-writes'}}";
+    ok(&mut c, &["FUNCTION", "LOAD", library]);
+    ok(&mut c, &["CONFIG", "SET", "replica-serve-stale-data", "no"]);
+    // Port 1: nobody listens, the link stays down.
+    ok(&mut c, &["REPLICAOF", "127.0.0.1", "1"]);
+    let e = err(&mut c, &["FCALL", "plain", "0"]);
+    assert!(e.starts_with("MASTERDOWN"), "{e}");
+    let e = err(&mut c, &["GET", "x"]);
+    assert!(e.starts_with("MASTERDOWN"), "{e}");
+    assert_eq!(
+        ok(&mut c, &["FCALL", "stale_ok", "0"]),
+        redis::Value::BulkString(b"hello".to_vec())
+    );
+    let e = err(&mut c, &["FCALL", "stale_get", "0"]);
+    assert!(
+        e.contains("Can not execute the command on a stale replica"),
+        "{e}"
+    );
+    match ok(&mut c, &["FCALL", "stale_info", "0"]) {
+        redis::Value::BulkString(b) => {
+            assert!(String::from_utf8_lossy(&b).contains("redis_version"))
+        }
+        other => panic!("{other:?}"),
+    }
+    // Inside a transaction the refusal comes when the command is queued.
+    ok(&mut c, &["MULTI"]);
+    let e = err(&mut c, &["FCALL", "plain", "0"]);
+    assert!(e.starts_with("MASTERDOWN"), "{e}");
+    ok(&mut c, &["FCALL", "stale_ok", "0"]);
+    let e = err(&mut c, &["EXEC"]);
+    assert!(e.starts_with("EXECABORT"), "{e}");
+    ok(&mut c, &["REPLICAOF", "NO", "ONE"]);
+    assert_eq!(
+        ok(&mut c, &["FCALL", "plain", "0"]),
+        redis::Value::BulkString(b"hello".to_vec())
+    );
+}

@@ -406,7 +406,7 @@ fn persistence_rejection(
         }
     }
     if server.repl.is_replica() {
-        if let Some(msg) = replica_rejection(server, session, cmd, writes) {
+        if let Some(msg) = replica_rejection(server, session, cmd, args, writes) {
             return Some(msg.into());
         }
     }
@@ -426,26 +426,38 @@ fn loading_rejection(
 
 /// What a replica refuses to its clients: writes when `replica-read-only`
 /// (READONLY), and commands not flagged `stale` while the link to the
-/// master is down and `replica-serve-stale-data` is off (MASTERDOWN).
+/// master is down and `replica-serve-stale-data` is off (MASTERDOWN). A
+/// script's `stale` flag is the script's own (`allow-stale`), and EXEC is
+/// refused when any queued command would be.
 fn replica_rejection(
     server: &Server,
     session: &Session,
     cmd: CmdRef,
+    args: Args<'_>,
     writes: bool,
 ) -> Option<&'static str> {
     if writes && server.config.flag("replica-read-only") {
         return Some("READONLY You can't write against a read only replica.");
     }
-    let stale_ok = cmd.spec.has(flags::STALE)
+    let worker = session.shared.worker;
+    let stale_ok = |c: CmdRef, a: Args<'_>| c.spec.flags_for(server, worker, a) & flags::STALE != 0;
+    let stale_ok = stale_ok(cmd, args)
         && !(cmd.spec.name == "exec"
             && session
                 .multi
                 .as_ref()
-                .is_some_and(|m| m.queue.iter().any(|(c, _)| !c.spec.has(flags::STALE))));
-    let link_up = server.repl.link().is_some_and(|l| l.is_connected());
-    (!stale_ok && !link_up && !server.config.flag("replica-serve-stale-data")).then_some(
+                .is_some_and(|m| m.queue.iter().any(|(c, a)| !stale_ok(*c, a.as_args()))));
+    (!stale_ok && serving_stale_refused(server)).then_some(
         "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
     )
+}
+
+/// True on a replica whose link to its master is down while
+/// `replica-serve-stale-data` is off: only commands flagged `stale` run.
+pub fn serving_stale_refused(server: &Server) -> bool {
+    server.repl.is_replica()
+        && !server.repl.link().is_some_and(|l| l.is_connected())
+        && !server.config.flag("replica-serve-stale-data")
 }
 
 /// NOREPLICAS while `min-replicas-to-write` asks a master for more good

@@ -923,14 +923,18 @@ impl Host for ScriptHost<'_, '_> {
                 );
             }
         };
-        // Redis's order: not-in-scripts, then ACLs, then the write and
-        // memory refusals.
         let acl =
             || crate::security::script_command_denied(self.ctx.server, self.ctx.session, cmd, args);
+        // Redis's order: not-in-scripts, stale replica, ACLs, then the
+        // write and memory refusals.
+        let stale = || {
+            (!cmd.spec.has(flags::STALE) && dispatch::serving_stale_refused(self.ctx.server))
+                .then(|| "ERR Can not execute the command on a stale replica".to_string())
+        };
         let refused = if cmd.spec.has(flags::NOSCRIPT) {
             self.refusal(cmd.spec)
         } else {
-            acl().or_else(|| self.refusal(cmd.spec))
+            stale().or_else(acl).or_else(|| self.refusal(cmd.spec))
         };
         if let Some(msg) = refused {
             count_rejected(self.ctx, Some(cmd));
