@@ -12,6 +12,8 @@
 #       (Vireo on core 0 with one worker, redis-benchmark on core 1); prints
 #       each round and the medians. Default load: -t set,get -n 1000000 -P 16
 #
+# ACL_COST_PORT sets the server's port (default: random in 17000-17999).
+#
 # The restricted user is the case: all commands, four key patterns
 # (three prefixes and a read-only one); redis-benchmark's keys (key:...)
 # match the first.
@@ -30,7 +32,7 @@ case $mode in
 callgrind)
   n=${1:-20000}
   for who in default bench; do
-    p=$((17000 + RANDOM % 1000))
+    p=${ACL_COST_PORT:-$((17000 + RANDOM % 1000))}
     out=$(mktemp /tmp/acl-cg.XXXXXX)
     toggle=()
     [ "${DISPATCH_ONLY:-0}" = 1 ] && toggle=(--toggle-collect='vireo_server::exec::dispatch::run*')
@@ -56,7 +58,7 @@ throughput)
   shift
   load=("$@")
   [ ${#load[@]} = 0 ] && load=(-t set,get -n 1000000 -P 16)
-  p=$((17000 + RANDOM % 1000))
+  p=${ACL_COST_PORT:-$((17000 + RANDOM % 1000))}
   start "$p" taskset -c 0
   declare -A all
   for r in $(seq "$rounds"); do

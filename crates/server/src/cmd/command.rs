@@ -616,14 +616,41 @@ pub fn variable_key_flags<'a>(
     argc: usize,
     arg: impl Fn(usize) -> &'a [u8],
 ) -> Option<u32> {
-    match name {
-        "set" if (3..argc).any(|i| is(arg(i), "get")) => {
-            Some(keyflags::RW | keyflags::ACCESS | keyflags::UPDATE)
+    VariableFlags::of(name).map(|v| v.key_flags(argc, arg))
+}
+
+/// The commands whose key flags depend on their arguments, named once so
+/// a hot path (the ACL check) decides by value rather than by name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VariableFlags {
+    /// SET: reads the old value only with GET.
+    Set,
+    /// BITFIELD: writes unless every operation is a GET.
+    Bitfield,
+}
+
+impl VariableFlags {
+    /// The kind of command `name` (the table's name), if its flags vary.
+    pub fn of(name: &str) -> Option<VariableFlags> {
+        match name {
+            "set" => Some(VariableFlags::Set),
+            "bitfield" => Some(VariableFlags::Bitfield),
+            _ => None,
         }
-        "set" => Some(keyflags::OW | keyflags::UPDATE),
-        "bitfield" if bitfield_reads_only(argc, arg) => Some(keyflags::RO | keyflags::ACCESS),
-        "bitfield" => Some(keyflags::RW | keyflags::ACCESS | keyflags::UPDATE),
-        _ => None,
+    }
+
+    /// The key flags of a line of `argc` arguments read through `arg`.
+    pub fn key_flags<'a>(self, argc: usize, arg: impl Fn(usize) -> &'a [u8]) -> u32 {
+        match self {
+            VariableFlags::Set if (3..argc).any(|i| is(arg(i), "get")) => {
+                keyflags::RW | keyflags::ACCESS | keyflags::UPDATE
+            }
+            VariableFlags::Set => keyflags::OW | keyflags::UPDATE,
+            VariableFlags::Bitfield if bitfield_reads_only(argc, arg) => {
+                keyflags::RO | keyflags::ACCESS
+            }
+            VariableFlags::Bitfield => keyflags::RW | keyflags::ACCESS | keyflags::UPDATE,
+        }
     }
 }
 

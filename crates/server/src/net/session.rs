@@ -99,6 +99,8 @@ pub struct Session {
     /// The ACL user (None: the default user), kept in step with
     /// `shared.user`.
     pub user: Option<Arc<crate::security::users::UserHandle>>,
+    /// The ACL check's copy of the user's rules (refreshed when they change).
+    pub acl_view: crate::security::users::RulesView,
     /// SCRIPT DEBUG YES/SYNC: this client's next EVAL runs under the Lua
     /// debugger.
     pub script_debug: Option<crate::exec::script_debug::DebugMode>,
@@ -135,6 +137,7 @@ impl Session {
             error_counted: false,
             repl: Default::default(),
             user: None,
+            acl_view: Default::default(),
             script_debug: None,
             tls: false,
         }

@@ -17,12 +17,20 @@
 //! - Rules are applied to a copy and committed only when all of them
 //!   parsed, so a bad rule changes nothing; errors name the rule with
 //!   Redis's wording.
+//! - The check before every command is the hot path of a restricted
+//!   user: a [`Compiled`] user holds each selector's verdict per command
+//!   id (allowed outright, denied, first argument to test, keys and/or
+//!   channels to match), decided when the rules are installed; keys are
+//!   found by a plan per command (one fixed index for most, index ranges,
+//!   or the general key finder), and `prefix*` patterns of up to eight
+//!   bytes are matched by one masked word comparison.
 
 use sha2::{Digest, Sha256};
 use std::sync::OnceLock;
 use vireo_resp::Args;
 use vireo_store::glob::glob_match;
 
+use crate::cmd::command::VariableFlags;
 use crate::cmd::docs::{acl as categories, keyflags};
 use crate::cmd::{flags, table, CmdRef};
 
@@ -34,6 +42,19 @@ pub mod perm {
     pub const WRITE: u8 = 2;
     /// Both.
     pub const ALL: u8 = READ | WRITE;
+}
+
+/// What a selector's check of a command must do, as bits (none: the
+/// command is allowed with any arguments).
+mod verdict {
+    /// The command is denied whatever its arguments.
+    pub const DENIED: u8 = 1;
+    /// Denied unless its first argument is one `+cmd|arg` allows.
+    pub const FIRST_ARGS: u8 = 2;
+    /// Its keys must match the selector's patterns.
+    pub const KEYS: u8 = 4;
+    /// Its channels must match the selector's channel patterns.
+    pub const CHANNELS: u8 = 8;
 }
 
 /// A key pattern and what it allows.
@@ -59,6 +80,10 @@ enum Shape {
     /// with the prefix, except the empty key (the matcher's quirk: an empty
     /// subject matches only the empty pattern).
     Prefix(usize),
+    /// A prefix of 1 to 8 bytes (`key:*`, the common case), also held as
+    /// a little-endian word and its mask: a key of 8 bytes or more is
+    /// decided by one masked comparison instead of a call to `memcmp`.
+    ShortPrefix { len: usize, head: u64, mask: u64 },
     /// Anything else: [`glob_match`].
     Glob,
 }
@@ -68,8 +93,22 @@ impl Shape {
         let special = |b: &u8| matches!(b, b'*' | b'?' | b'[' | b'\\');
         match pattern.iter().position(special) {
             None => Shape::Literal,
-            Some(at) if pattern[at..].iter().all(|&b| b == b'*') => Shape::Prefix(at),
+            Some(at) if pattern[at..].iter().all(|&b| b == b'*') => Shape::prefix(&pattern[..at]),
             Some(_) => Shape::Glob,
+        }
+    }
+
+    fn prefix(prefix: &[u8]) -> Shape {
+        let len = prefix.len();
+        if len == 0 || len > 8 {
+            return Shape::Prefix(len);
+        }
+        let mut word = [0u8; 8];
+        word[..len].copy_from_slice(prefix);
+        Shape::ShortPrefix {
+            len,
+            head: u64::from_le_bytes(word),
+            mask: u64::MAX >> (8 * (8 - len)),
         }
     }
 }
@@ -90,6 +129,10 @@ impl KeyPattern {
         match self.shape {
             Shape::Literal => key == self.pattern.as_slice(),
             Shape::Prefix(len) => !key.is_empty() && key.starts_with(&self.pattern[..len]),
+            Shape::ShortPrefix { len, head, mask } => match key.first_chunk::<8>() {
+                Some(first) => u64::from_le_bytes(*first) & mask == head,
+                None => key.starts_with(&self.pattern[..len]),
+            },
             Shape::Glob => glob_match(&self.pattern, key, false),
         }
     }
@@ -133,18 +176,25 @@ type RangeSpec = (i32, i32, i32, i32, u32);
 enum KeyPlan {
     /// No keys.
     NoKeys,
-    /// Index-and-range specs only; `variable` when the flags depend on the
+    /// One key at a fixed argument (GET, SET, INCR, …: most commands),
+    /// when the line reaches it; `variable` when its flags depend on the
     /// arguments (SET … GET).
+    Single {
+        index: usize,
+        flags: u32,
+        variable: Option<VariableFlags>,
+    },
+    /// Index-and-range specs only.
     Ranges {
         specs: Vec<RangeSpec>,
-        variable: bool,
+        variable: Option<VariableFlags>,
     },
     /// Keyword searches, key counts, incomplete specs, no documentation.
     General,
 }
 
 impl KeyPlan {
-    fn of(doc: Option<&crate::cmd::docs::CommandDoc>) -> KeyPlan {
+    fn of(name: &str, doc: Option<&crate::cmd::docs::CommandDoc>) -> KeyPlan {
         use crate::cmd::docs::{BeginSearch, FindKeys};
         let Some(doc) = doc else {
             return KeyPlan::General;
@@ -171,10 +221,21 @@ impl KeyPlan {
                 _ => return KeyPlan::General,
             }
         }
-        if specs.is_empty() {
-            KeyPlan::NoKeys
+        let variable = if variable {
+            VariableFlags::of(name)
         } else {
-            KeyPlan::Ranges { specs, variable }
+            None
+        };
+        match specs.as_slice() {
+            [] => KeyPlan::NoKeys,
+            // spec_bounds of such a spec: the key at `first` when the line
+            // reaches it.
+            &[(first, 0, step, _, flags)] if first >= 0 && step > 0 => KeyPlan::Single {
+                index: first as usize,
+                flags,
+                variable,
+            },
+            _ => KeyPlan::Ranges { specs, variable },
         }
     }
 }
@@ -262,7 +323,12 @@ fn facts() -> &'static CommandFacts {
             .iter()
             .map(|s| crate::cmd::docs::doc(s.name))
             .collect();
-        let key_plans = docs.iter().map(|d| KeyPlan::of(*d)).collect();
+        let key_plans = t
+            .all
+            .iter()
+            .zip(&docs)
+            .map(|(s, d)| KeyPlan::of(s.name, *d))
+            .collect();
         let names_channels = t
             .all
             .iter()
@@ -515,25 +581,50 @@ impl Selector {
         self.all_commands && self.all_keys && self.all_channels
     }
 
-    /// Whether the selector may run `cmd` with `args`, Redis's
-    /// `ACLSelectorCheckCmd`; `keys` caches the command's keys across
-    /// selectors.
-    fn check(&self, cmd: CmdRef, args: Args<'_>, keys: &mut KeyCache) -> Result<(), Denied> {
-        if !self.all_commands && !cmd.spec.has(flags::NO_AUTH) && !self.bit(cmd.id) {
-            let idx = if cmd.spec.name.contains('|') { 2 } else { 1 };
-            let allowed = self
-                .first_args
-                .iter()
-                .find(|(i, _)| *i == cmd.id)
-                .zip(args.try_get(idx))
-                .is_some_and(|((_, list), arg)| {
-                    args.len() >= 2 && list.iter().any(|a| a.eq_ignore_ascii_case(arg))
-                });
-            if !allowed {
-                return Err(Denied::Command);
-            }
+    /// What checking command `id` under this selector must look at (bits
+    /// of [`verdict`]); depends on the rules only, so a user's
+    /// [`Compiled`] form keeps it per command.
+    fn verdict(&self, id: usize) -> u8 {
+        let f = facts();
+        let spec = table().all[id];
+        let mut v = 0;
+        if !self.all_commands && !spec.has(flags::NO_AUTH) && !self.bit(id) {
+            v |= if self.first_args.iter().any(|(i, _)| *i == id) {
+                verdict::FIRST_ARGS
+            } else {
+                verdict::DENIED
+            };
         }
-        if !self.all_keys {
+        if !self.all_keys && !matches!(f.key_plans[id], KeyPlan::NoKeys) {
+            v |= verdict::KEYS;
+        }
+        if !self.all_channels && f.names_channels[id] {
+            v |= verdict::CHANNELS;
+        }
+        v
+    }
+
+    /// Whether the selector may run `cmd` with `args`, Redis's
+    /// `ACLSelectorCheckCmd`, given the selector's verdict for it; `keys`
+    /// caches the command's keys across selectors.
+    #[inline]
+    fn check(
+        &self,
+        verdict: u8,
+        cmd: CmdRef,
+        args: Args<'_>,
+        keys: &mut KeyCache,
+    ) -> Result<(), Denied> {
+        if verdict == 0 {
+            return Ok(());
+        }
+        if verdict & verdict::DENIED != 0 {
+            return Err(Denied::Command);
+        }
+        if verdict & verdict::FIRST_ARGS != 0 && !self.first_arg_allowed(cmd, args) {
+            return Err(Denied::Command);
+        }
+        if verdict & verdict::KEYS != 0 {
             let mut refused = None;
             keys.for_each(cmd, args, |pos, kflags| {
                 let allowed = self.key_allowed(args.get(pos), kflags);
@@ -546,7 +637,7 @@ impl Selector {
                 return Err(Denied::Key(pos));
             }
         }
-        if !self.all_channels && facts().names_channels[cmd.id] {
+        if verdict & verdict::CHANNELS != 0 {
             for (pos, is_pattern) in channel_args(cmd, args) {
                 if !channel_in_list(&self.channels, args.get(pos), is_pattern) {
                     return Err(Denied::Channel(pos));
@@ -556,12 +647,27 @@ impl Selector {
         Ok(())
     }
 
+    /// `+cmd|first-arg`: whether the line's first argument is one the
+    /// otherwise denied command is allowed with.
+    fn first_arg_allowed(&self, cmd: CmdRef, args: Args<'_>) -> bool {
+        let idx = if cmd.spec.name.contains('|') { 2 } else { 1 };
+        self.first_args
+            .iter()
+            .find(|(i, _)| *i == cmd.id)
+            .zip(args.try_get(idx))
+            .is_some_and(|((_, list), arg)| {
+                args.len() >= 2 && list.iter().any(|a| a.eq_ignore_ascii_case(arg))
+            })
+    }
+
     /// Whether `key` may be used with key-spec flags `kflags`.
     fn key_allowed(&self, key: &[u8], kflags: u32) -> bool {
-        if self.all_keys {
-            return true;
-        }
-        let needed = required_perms(kflags);
+        self.all_keys || self.patterns_allow(key, required_perms(kflags))
+    }
+
+    /// Whether a key pattern with permissions `needed` matches `key`.
+    #[inline(always)]
+    fn patterns_allow(&self, key: &[u8], needed: u8) -> bool {
         self.patterns
             .iter()
             .any(|p| p.perms & needed == needed && p.matches(key))
@@ -817,7 +923,7 @@ struct KeyCache {
     general: Option<Keys>,
     /// The flags of a command with variable flags (SET … GET), once
     /// computed.
-    variable: Option<Option<u32>>,
+    variable: Option<u32>,
 }
 
 impl KeyCache {
@@ -832,16 +938,22 @@ impl KeyCache {
         let f = facts();
         match &f.key_plans[cmd.id] {
             KeyPlan::NoKeys => true,
-            KeyPlan::Ranges { specs, variable } => {
-                let flags = if *variable {
-                    *self.variable.get_or_insert_with(|| {
-                        crate::cmd::command::variable_key_flags(cmd.spec.name, args.len(), |i| {
-                            args.get(i)
-                        })
-                    })
-                } else {
-                    None
+            &KeyPlan::Single {
+                index,
+                flags,
+                variable,
+            } => {
+                if index >= args.len() {
+                    return true;
+                }
+                let flags = match variable {
+                    Some(v) => self.variable_flags(v, args),
+                    None => flags,
                 };
+                visit(index, flags)
+            }
+            KeyPlan::Ranges { specs, variable } => {
+                let flags = variable.map(|v| self.variable_flags(v, args));
                 visit_range_keys(specs, args.len(), flags, visit)
             }
             KeyPlan::General => self
@@ -854,6 +966,13 @@ impl KeyCache {
                 .iter()
                 .all(|&(pos, kflags)| visit(pos, kflags)),
         }
+    }
+
+    /// The key flags of a command whose flags vary, computed once per line.
+    fn variable_flags(&mut self, v: VariableFlags, args: Args<'_>) -> u32 {
+        *self
+            .variable
+            .get_or_insert_with(|| v.key_flags(args.len(), |i| args.get(i)))
     }
 }
 
@@ -1017,14 +1136,26 @@ impl User {
     /// denial Redis reports (the command if no selector allows it, else
     /// the last key or channel none could match).
     pub fn check(&self, cmd: CmdRef, args: Args<'_>) -> Result<(), Denied> {
+        self.check_with(cmd, args, |_, s| s.verdict(cmd.id))
+    }
+
+    /// [`User::check`] with each selector's verdict for `cmd` from
+    /// `verdict(selector index, selector)`.
+    #[inline]
+    fn check_with(
+        &self,
+        cmd: CmdRef,
+        args: Args<'_>,
+        verdict: impl Fn(usize, &Selector) -> u8,
+    ) -> Result<(), Denied> {
         let mut cache = KeyCache::default();
         // Most users have no `(...)` selector: its denial is the answer.
         if let [only] = self.selectors.as_slice() {
-            return only.check(cmd, args, &mut cache);
+            return only.check(verdict(0, only), cmd, args, &mut cache);
         }
         let mut worst = Denied::Command;
-        for s in &self.selectors {
-            match s.check(cmd, args, &mut cache) {
+        for (i, s) in self.selectors.iter().enumerate() {
+            match s.check(verdict(i, s), cmd, args, &mut cache) {
                 Ok(()) => return Ok(()),
                 Err(d) if d.rank() > worst.rank() => worst = d,
                 Err(_) => {}
@@ -1037,9 +1168,9 @@ impl User {
     /// (SORT's BY and GET need read access to all keys).
     pub fn check_with_unrestricted_keys(&self, cmd: CmdRef, args: Args<'_>, perms: u8) -> bool {
         let mut cache = KeyCache::default();
-        self.selectors
-            .iter()
-            .any(|s| s.check(cmd, args, &mut cache).is_ok() && s.unrestricted_keys(perms))
+        self.selectors.iter().any(|s| {
+            s.check(s.verdict(cmd.id), cmd, args, &mut cache).is_ok() && s.unrestricted_keys(perms)
+        })
     }
 
     /// Whether some selector lets the user use `channel`.
@@ -1162,6 +1293,139 @@ pub fn hash_password(password: &[u8]) -> String {
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// A user's rules with each selector's verdict for every command,
+/// computed once when the rules are installed: the command path then
+/// reads one byte per selector before walking keys or channels.
+#[derive(Debug)]
+pub struct Compiled {
+    user: User,
+    /// The command table's size.
+    commands: usize,
+    /// `verdicts[selector * commands + id]`.
+    verdicts: Box<[u8]>,
+    /// How each command is decided, by id.
+    fast: Box<[Fast]>,
+}
+
+/// How a compiled user decides a command: outright when its verdicts
+/// allow it, or the common restricted case (one selector, the command
+/// allowed, one key at a fixed place) inline on the command path.
+#[derive(Clone, Copy, Debug)]
+enum Fast {
+    /// Some selector allows it with any arguments.
+    Allowed,
+    /// Every selector denies it whatever the arguments.
+    Denied,
+    /// The only selector allows the command; its key at `index`, when the
+    /// line reaches it, must match a pattern with `needed` permissions
+    /// (from the line's flags when they vary).
+    OneKey {
+        index: usize,
+        needed: u8,
+        variable: Option<VariableFlags>,
+    },
+    /// The selectors' checks in full.
+    General,
+}
+
+impl Fast {
+    /// The decision for command `id` given each selector's verdict.
+    fn of(id: usize, selectors: usize, verdicts: &[u8]) -> Fast {
+        if verdicts.contains(&0) {
+            return Fast::Allowed;
+        }
+        if verdicts.iter().all(|v| v & verdict::DENIED != 0) {
+            return Fast::Denied;
+        }
+        match (selectors, verdicts, &facts().key_plans[id]) {
+            (
+                1,
+                [verdict::KEYS],
+                &KeyPlan::Single {
+                    index,
+                    flags,
+                    variable,
+                },
+            ) => Fast::OneKey {
+                index,
+                needed: required_perms(flags),
+                variable,
+            },
+            _ => Fast::General,
+        }
+    }
+}
+
+impl Compiled {
+    /// Compiles `user`.
+    pub fn new(user: User) -> Compiled {
+        let commands = table().all.len();
+        let selectors = user.selectors.len();
+        let verdicts: Box<[u8]> = user
+            .selectors
+            .iter()
+            .flat_map(|s| (0..commands).map(|id| s.verdict(id)))
+            .collect();
+        let fast = (0..commands)
+            .map(|id| {
+                let of_id: Vec<u8> = (0..selectors)
+                    .map(|i| verdicts[i * commands + id])
+                    .collect();
+                Fast::of(id, selectors, &of_id)
+            })
+            .collect();
+        Compiled {
+            user,
+            commands,
+            verdicts,
+            fast,
+        }
+    }
+
+    /// [`User::check`], from the compiled verdicts: inline for the common
+    /// cases, the selectors' full checks otherwise.
+    #[inline(always)]
+    pub fn check(&self, cmd: CmdRef, args: Args<'_>) -> Result<(), Denied> {
+        match self.fast[cmd.id] {
+            Fast::Allowed => Ok(()),
+            Fast::Denied => Err(Denied::Command),
+            Fast::OneKey {
+                index,
+                needed,
+                variable,
+            } => {
+                if index >= args.len() {
+                    return Ok(());
+                }
+                let needed = match variable {
+                    Some(v) => required_perms(v.key_flags(args.len(), |i| args.get(i))),
+                    None => needed,
+                };
+                if self.user.selectors[0].patterns_allow(args.get(index), needed) {
+                    Ok(())
+                } else {
+                    Err(Denied::Key(index))
+                }
+            }
+            Fast::General => self.check_general(cmd, args),
+        }
+    }
+
+    #[inline(never)]
+    fn check_general(&self, cmd: CmdRef, args: Args<'_>) -> Result<(), Denied> {
+        self.user
+            .check_with(cmd, args, |i, _| self.verdicts[i * self.commands + cmd.id])
+    }
+}
+
+impl std::ops::Deref for Compiled {
+    type Target = User;
+
+    fn deref(&self) -> &User {
+        &self.user
+    }
 }
 
 /// Joins selector definitions spread over several arguments
@@ -1414,7 +1678,11 @@ mod tests {
     /// general matcher on random patterns and keys.
     #[test]
     fn key_pattern_shapes_match_as_the_glob_matcher() {
-        assert_eq!(Shape::of(b"key:*"), Shape::Prefix(4));
+        assert!(matches!(
+            Shape::of(b"key:*"),
+            Shape::ShortPrefix { len: 4, .. }
+        ));
+        assert_eq!(Shape::of(b"a-long-prefix:*"), Shape::Prefix(14));
         assert_eq!(Shape::of(b"**"), Shape::Prefix(0));
         assert_eq!(Shape::of(b"plain"), Shape::Literal);
         assert_eq!(Shape::of(b"a*b"), Shape::Glob);
@@ -1428,9 +1696,15 @@ mod tests {
         };
         for _ in 0..50_000 {
             // A literal start, then anything: every shape comes up often.
-            let mut pattern = word(plain, 4);
+            // Keys of 8 bytes and more take the short prefixes' word path.
+            // Half the keys start with the pattern's literal part.
+            let mut pattern = word(plain, 11);
+            let literal = pattern.clone();
             pattern.extend(word(any, 4));
-            let key = word(any, 6);
+            let mut key = word(any, 14);
+            if key.len() % 2 == 0 {
+                key.splice(0..0, literal);
+            }
             let p = KeyPattern::new(&pattern, perm::ALL);
             assert_eq!(
                 p.matches(&key),
@@ -1515,6 +1789,67 @@ mod tests {
             }
             let _ = u.describe();
             let _ = u.selector_fields();
+        }
+    }
+
+    /// A compiled user decides every line as the rules do.
+    #[test]
+    fn compiled_users_decide_as_their_rules() {
+        let pool: &[&str] = &[
+            "+@all",
+            "-@all",
+            "+get",
+            "-set",
+            "+@read",
+            "-@write",
+            "~k*",
+            "%R~k2",
+            "%W~x",
+            "allkeys",
+            "resetkeys",
+            "&ch",
+            "allchannels",
+            "resetchannels",
+            "+select|0",
+            "+client|id",
+            "(+set ~x)",
+            "(+@all %R~*)",
+        ];
+        let lines: &[&[&str]] = &[
+            &["GET", "k1"],
+            &["SET", "k2", "v", "GET"],
+            &["SET", "x", "v"],
+            &["MSET", "k1", "a", "x", "b"],
+            &["SELECT", "0"],
+            &["SELECT", "1"],
+            &["CLIENT", "ID"],
+            &["PUBLISH", "ch", "m"],
+            &["SUBSCRIBE", "other"],
+            &["PING"],
+            &["AUTH", "a", "b"],
+            &["BITFIELD", "k1", "GET", "u8", "0"],
+            &["SORT", "k1", "BY", "x"],
+        ];
+        let mut rng = fastrand::Rng::with_seed(7);
+        for _ in 0..300 {
+            let mut u = User::new(rng.bool());
+            for _ in 0..rng.usize(1..6) {
+                let _ = u.apply(pool[rng.usize(..pool.len())].as_bytes(), false);
+            }
+            let compiled = Compiled::new(u.clone());
+            for line in lines {
+                let owned = vireo_resp::OwnedArgs::from_slices(line.iter().map(|s| s.as_bytes()));
+                let args = owned.as_args();
+                let cmd = crate::exec::dispatch::lookup(args)
+                    .ok()
+                    .expect("known command");
+                assert_eq!(
+                    compiled.check(cmd, args),
+                    u.check(cmd, args),
+                    "{line:?} under {}",
+                    String::from_utf8_lossy(&u.describe())
+                );
+            }
         }
     }
 }

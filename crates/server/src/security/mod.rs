@@ -13,6 +13,7 @@
 
 pub mod acl;
 pub mod acl_log;
+pub mod cert_v1;
 pub mod tls;
 pub mod users;
 
@@ -157,6 +158,7 @@ pub fn command_denied(
 
 /// A client's command checked (and a denial logged) in `context`; AOF
 /// replay runs as no user at all.
+#[inline]
 fn client_denial(
     server: &Server,
     session: &Session,
@@ -214,20 +216,33 @@ pub fn script_command_denied(
 /// `redis.acl_check_cmd`: whether the session's user may run the line.
 pub fn allowed(server: &Server, session: &Session, cmd: CmdRef, args: Args<'_>) -> bool {
     unrestricted(server, session)
-        || session_user(server, session)
-            .rules()
-            .check(cmd, args)
-            .is_ok()
+        || with_rules(server, session, |rules| rules.check(cmd, args).is_ok())
 }
 
 /// SORT's BY and GET patterns need read access to every key.
 pub fn may_read_all_keys(server: &Server, session: &Session, cmd: CmdRef, args: Args<'_>) -> bool {
     unrestricted(server, session)
-        || session_user(server, session)
-            .rules()
-            .check_with_unrestricted_keys(cmd, args, acl::perm::READ)
+        || with_rules(server, session, |rules| {
+            rules.check_with_unrestricted_keys(cmd, args, acl::perm::READ)
+        })
 }
 
+/// The session's user (borrowed, no reference count touched).
+fn user_ref<'a>(server: &'a Server, session: &'a Session) -> &'a UserHandle {
+    session
+        .user
+        .as_deref()
+        .unwrap_or_else(|| server.security.users.default_ref())
+}
+
+/// Runs `f` on the session's user's current rules, read through the
+/// session's view of them (no lock on the command path).
+#[inline]
+fn with_rules<R>(server: &Server, session: &Session, f: impl FnOnce(&acl::Compiled) -> R) -> R {
+    session.acl_view.with(user_ref(server, session), f)
+}
+
+#[inline]
 fn check_and_log(
     server: &Server,
     session: &Session,
@@ -235,18 +250,29 @@ fn check_and_log(
     args: Args<'_>,
     context: Context,
 ) -> Option<Denied> {
-    let user = session
-        .user
-        .as_deref()
-        .unwrap_or_else(|| server.security.users.default_ref());
-    let denied = user.rules().check(cmd, args).err()?;
+    let denied = with_rules(server, session, |rules| rules.check(cmd, args)).err()?;
+    log_denial(server, session, cmd, args, context, denied);
+    Some(denied)
+}
+
+/// Logs a denial (ACL LOG); out of the check's way.
+#[cold]
+#[inline(never)]
+fn log_denial(
+    server: &Server,
+    session: &Session,
+    cmd: CmdRef,
+    args: Args<'_>,
+    context: Context,
+    denied: Denied,
+) {
+    let user = user_ref(server, session);
     let (reason, object) = match denied {
         Denied::Command => (Reason::Command, cmd.spec.name.as_bytes().to_vec()),
         Denied::Key(p) => (Reason::Key, args.get(p).to_vec()),
         Denied::Channel(p) => (Reason::Channel, args.get(p).to_vec()),
     };
     log_event(server, session, reason, context, object, user.name.to_vec());
-    Some(denied)
 }
 
 fn log_event(

@@ -33,11 +33,13 @@ use rustls::crypto::{ring, CryptoProvider};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName, UnixTime};
 use rustls::server::{NoServerSessionStorage, StoresServerSessions, WebPkiClientVerifier};
+use rustls::sign::SingleCertAndKey;
 use rustls::{
     CertificateError, CipherSuite, ClientConfig, DigitallySignedStruct, RootCertStore,
     ServerConfig, SignatureScheme, SupportedCipherSuite, SupportedProtocolVersion,
 };
 
+use super::cert_v1;
 use crate::config::Config;
 
 /// The error CONFIG SET replies when the new TLS settings do not load
@@ -198,14 +200,15 @@ impl TlsContext {
             .map_err(|e| format!("Failed to load private key: {key_file}: {e}"))?;
         let roots = load_roots(settings)
             .map_err(|e| format!("Failed to configure CA certificate(s) file/directory: {e}"))?;
+        let certified = cert_v1::certified_key(chain, key, &provider)
+            .map_err(|e| format!("Failed to load private key: {key_file}: {e}"))?;
         check_dh_params(settings.dh_params_file.as_deref())?;
         let server = |verifier: Arc<dyn rustls::server::danger::ClientCertVerifier>| {
             let mut cfg = ServerConfig::builder_with_provider(provider.clone())
                 .with_protocol_versions(&versions)
                 .map_err(|e| format!("Invalid tls-protocols: {e}"))?
                 .with_client_cert_verifier(verifier)
-                .with_single_cert(chain.clone(), key.clone_key())
-                .map_err(|e| format!("Failed to load private key: {key_file}: {e}"))?;
+                .with_cert_resolver(Arc::new(SingleCertAndKey::from(certified.clone())));
             cfg.ignore_client_order = settings.prefer_server_ciphers;
             // A store per variant: a session made without a client
             // certificate must not resume where one is required.
@@ -218,17 +221,28 @@ impl TlsContext {
         let anonymous = server(WebPkiClientVerifier::no_client_auth())?;
         let (optional, required) = match &roots {
             Some(roots) => {
-                let builder =
-                    || WebPkiClientVerifier::builder_with_provider(roots.clone(), provider.clone());
+                let builder = || {
+                    WebPkiClientVerifier::builder_with_provider(
+                        roots.store.clone(),
+                        provider.clone(),
+                    )
+                };
                 let verify_err = |e: rustls::server::VerifierBuilderError| {
                     format!("Failed to configure CA certificate(s) file/directory: {e}")
                 };
+                // Version 1 certificates, which webpki refuses, are
+                // verified by `cert_v1` around it.
+                let with_v1 =
+                    |webpki| cert_v1::ClientVerifier::new(webpki, roots.certs.clone(), &provider);
                 let optional = builder()
                     .allow_unauthenticated()
                     .build()
                     .map_err(verify_err)?;
                 let required = builder().build().map_err(verify_err)?;
-                (Some(server(optional)?), Some(server(required)?))
+                (
+                    Some(server(with_v1(optional))?),
+                    Some(server(with_v1(required))?),
+                )
             }
             None => (None, None),
         };
@@ -612,29 +626,44 @@ pub fn decode_key(text: &str, pass: Option<&str>) -> Result<PrivateKeyDer<'stati
 /// The trust anchors of `tls-ca-cert-file` and every certificate file in
 /// `tls-ca-cert-dir` (files that are not certificates are skipped, as
 /// OpenSSL's lookup skips them). None when neither is set.
-fn load_roots(settings: &Settings) -> Result<Option<Arc<RootCertStore>>, String> {
+fn load_roots(settings: &Settings) -> Result<Option<Trust>, String> {
     if settings.ca_cert_file.is_none() && settings.ca_cert_dir.is_none() {
         return Ok(None);
     }
     let mut roots = RootCertStore::empty();
+    let mut certs = Vec::new();
     if let Some(file) = &settings.ca_cert_file {
         for cert in load_certs(file).map_err(|e| format!("{file}: {e}"))? {
-            roots.add(cert).map_err(|e| format!("{file}: {e}"))?;
+            roots
+                .add(cert.clone())
+                .map_err(|e| format!("{file}: {e}"))?;
+            certs.push(cert);
         }
     }
     if let Some(dir) = &settings.ca_cert_dir {
         let entries = std::fs::read_dir(dir).map_err(|e| format!("{dir}: {e}"))?;
         for entry in entries.flatten() {
             let path = entry.path();
-            if let Some(certs) = path.to_str().and_then(|p| load_certs(p).ok()) {
-                let _ = roots.add_parsable_certificates(certs);
+            if let Some(found) = path.to_str().and_then(|p| load_certs(p).ok()) {
+                certs.extend(found.iter().cloned());
+                let _ = roots.add_parsable_certificates(found);
             }
         }
     }
     if roots.is_empty() {
         return Err("no CA certificate found".into());
     }
-    Ok(Some(Arc::new(roots)))
+    Ok(Some(Trust {
+        store: Arc::new(roots),
+        certs: Arc::new(certs),
+    }))
+}
+
+/// The CA certificates: as webpki's trust anchors, and as loaded, for
+/// the chains with version 1 certificates that `cert_v1` verifies.
+struct Trust {
+    store: Arc<RootCertStore>,
+    certs: Arc<Vec<CertificateDer<'static>>>,
 }
 
 /// `tls-dh-params-file` must name a readable PEM "DH PARAMETERS" file, as
@@ -658,7 +687,7 @@ fn client_config(
     settings: &Settings,
     provider: &Arc<CryptoProvider>,
     versions: &[&'static SupportedProtocolVersion],
-    roots: &Arc<RootCertStore>,
+    roots: &Trust,
 ) -> Result<Arc<ClientConfig>, String> {
     let (cert_file, key_file, pass) = match (&settings.client_cert_file, &settings.client_key_file)
     {
@@ -673,16 +702,19 @@ fn client_config(
         .map_err(|e| format!("Failed to load certificate: {cert_file}: {e}"))?;
     let key = load_key(key_file, pass.as_deref())
         .map_err(|e| format!("Failed to load private key: {key_file}: {e}"))?;
-    let webpki = WebPkiServerVerifier::builder_with_provider(roots.clone(), provider.clone())
+    let certified = cert_v1::certified_key(chain, key, provider)
+        .map_err(|e| format!("Failed to load private key: {key_file}: {e}"))?;
+    let webpki = WebPkiServerVerifier::builder_with_provider(roots.store.clone(), provider.clone())
         .build()
         .map_err(|e| format!("Failed to configure CA certificate(s) file/directory: {e}"))?;
+    let verifier =
+        cert_v1::ServerVerifier::new(Arc::new(ChainOnly(webpki)), roots.certs.clone(), provider);
     let cfg = ClientConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(versions)
         .map_err(|e| format!("Invalid tls-protocols: {e}"))?
         .dangerous()
-        .with_custom_certificate_verifier(Arc::new(ChainOnly(webpki)))
-        .with_client_auth_cert(chain, key)
-        .map_err(|e| format!("Failed to load private key: {key_file}: {e}"))?;
+        .with_custom_certificate_verifier(verifier)
+        .with_client_cert_resolver(Arc::new(SingleCertAndKey::from(certified)));
     Ok(Arc::new(cfg))
 }
 

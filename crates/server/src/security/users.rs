@@ -2,28 +2,38 @@
 //! against, the `default` user that `requirepass` sets a password on, and
 //! loading and saving the ACL file and `user` config lines.
 //!
-//! Design: a connection holds an `Arc<UserHandle>`. The handle's rules sit
+//! Design: a connection holds an `Arc<UserHandle>`. The handle's rules
+//! (compiled: each selector's verdict per command, `acl::Compiled`) sit
 //! behind a read-write lock that ACL SETUSER replaces whole, so every
 //! connection of a user sees a change at its next command, as in Redis
 //! where clients point at the user itself. The handle also keeps one
 //! atomic flag, "this user may run anything", which is all the command
 //! path reads for the default user with its default rules: the full check
-//! only runs for restricted users.
+//! only runs for restricted users, and reads the rules through the
+//! session's [`RulesView`], a copy refreshed when the handle's epoch (one
+//! atomic load) says they changed, so no lock is taken per command.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::{RwLock, RwLockReadGuard};
+use parking_lot::RwLock;
 
-use super::acl::{has_spaces, merge_selector_args, RuleError, User};
+use super::acl::{has_spaces, merge_selector_args, Compiled, RuleError, User};
+
+/// The next rules epoch. Numbers are never reused, across users too, so
+/// an epoch names one version of one user's rules.
+static NEXT_EPOCH: AtomicU64 = AtomicU64::new(1);
 
 /// A user as connections hold it.
 #[derive(Debug)]
 pub struct UserHandle {
     /// The user name.
     pub name: Box<[u8]>,
-    rules: RwLock<User>,
+    rules: RwLock<Arc<Compiled>>,
+    /// The epoch of the current rules, changed with them (under the lock).
+    epoch: AtomicU64,
     unrestricted: AtomicBool,
 }
 
@@ -32,7 +42,8 @@ impl UserHandle {
         let unrestricted = AtomicBool::new(user.unrestricted());
         Arc::new(UserHandle {
             name: name.into(),
-            rules: RwLock::new(user),
+            rules: RwLock::new(Arc::new(Compiled::new(user))),
+            epoch: AtomicU64::new(NEXT_EPOCH.fetch_add(1, Ordering::Relaxed)),
             unrestricted,
         })
     }
@@ -45,20 +56,51 @@ impl UserHandle {
     }
 
     /// The user's current rules.
-    pub fn rules(&self) -> RwLockReadGuard<'_, User> {
-        self.rules.read()
+    pub fn rules(&self) -> Arc<Compiled> {
+        self.rules.read().clone()
     }
 
     /// Replaces the rules.
     fn replace(&self, user: User) {
         let unrestricted = user.unrestricted();
-        *self.rules.write() = user;
+        let compiled = Arc::new(Compiled::new(user));
+        let mut rules = self.rules.write();
+        *rules = compiled;
+        self.epoch.store(
+            NEXT_EPOCH.fetch_add(1, Ordering::Relaxed),
+            Ordering::Release,
+        );
+        drop(rules);
         self.unrestricted.store(unrestricted, Ordering::Relaxed);
     }
 
     /// The name as text.
     pub fn name_lossy(&self) -> String {
         String::from_utf8_lossy(&self.name).into_owned()
+    }
+}
+
+/// A session's copy of its user's rules, valid while the handle's epoch
+/// is the one it was taken at: the command path's check reads the rules
+/// without taking their lock or touching reference counts.
+#[derive(Debug, Default)]
+pub struct RulesView(RefCell<Option<(u64, Arc<Compiled>)>>);
+
+impl RulesView {
+    /// Runs `f` on `user`'s current rules. The view serves whichever user
+    /// it is asked about: epochs are unique across users, so a copy of
+    /// another user's rules never passes for this one's.
+    #[inline]
+    pub fn with<R>(&self, user: &UserHandle, f: impl FnOnce(&Compiled) -> R) -> R {
+        let epoch = user.epoch.load(Ordering::Acquire);
+        let mut view = self.0.borrow_mut();
+        if !matches!(&*view, Some((e, _)) if *e == epoch) {
+            let rules = user.rules.read();
+            // Read under the lock: the epoch the rules were installed with.
+            *view = Some((user.epoch.load(Ordering::Acquire), rules.clone()));
+        }
+        let (_, rules) = view.as_ref().expect("just filled");
+        f(rules)
     }
 }
 
@@ -169,13 +211,13 @@ impl Users {
         }
         let existing = self.get(name);
         let base = match &existing {
-            Some(h) => h.rules().clone(),
+            Some(h) => User::clone(&h.rules()),
             None => User::new(all_channels),
         };
         let user = apply_rules(base, rules, all_channels)?;
         Ok(match existing {
             Some(handle) => {
-                let previous = handle.rules().clone();
+                let previous = User::clone(&handle.rules());
                 handle.replace(user);
                 SetUser {
                     handle,
@@ -207,7 +249,7 @@ impl Users {
     /// `requirepass`: the default user's only password, or nopass when
     /// empty (Redis's `ACLUpdateDefaultUserPassword`).
     pub fn set_default_password(&self, password: Option<&[u8]>) {
-        let mut user = self.default.rules().clone();
+        let mut user = User::clone(&self.default.rules());
         let _ = user.apply(b"resetpass", false);
         match password {
             Some(p) => {
@@ -234,7 +276,7 @@ impl Users {
                 continue;
             };
             let base = if name.as_slice() == b"default" {
-                let mut d = self.default.rules().clone();
+                let mut d = User::clone(&self.default.rules());
                 d.apply(b"reset", all_channels)
                     .map_err(|e| e.message().to_string())?;
                 d
@@ -464,6 +506,32 @@ pub fn validate_config_line(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A session's view follows ACL SETUSER at its next check, and one
+    /// view asked about two users never serves one's rules for the other.
+    #[test]
+    fn rules_views_follow_changes_and_users() {
+        let users = Users::default();
+        let a = users
+            .set_user(b"a", &[b"on", b"+get"], false)
+            .unwrap()
+            .handle;
+        let b = users
+            .set_user(b"b", &[b"on", b"+set"], false)
+            .unwrap()
+            .handle;
+        let view = RulesView::default();
+        let owned = vireo_resp::OwnedArgs::from_slices([b"get".as_slice(), b"k"]);
+        let get = crate::exec::dispatch::lookup(owned.as_args()).ok().unwrap();
+        let allowed = |h: &UserHandle| view.with(h, |r| r.check(get, owned.as_args()).is_ok());
+        assert!(!allowed(&a), "no key patterns yet");
+        users.set_user(b"a", &[b"~k"], false).unwrap();
+        assert!(allowed(&a));
+        assert!(!allowed(&b));
+        assert!(allowed(&a));
+        users.set_user(b"a", &[b"-get"], false).unwrap();
+        assert!(!allowed(&a));
+    }
 
     #[test]
     fn setuser_is_all_or_nothing() {
