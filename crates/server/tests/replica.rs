@@ -741,3 +741,27 @@ fn a_stale_replica_runs_only_allow_stale_scripts() {
         redis::Value::BulkString(b"hello".to_vec())
     );
 }
+
+/// A replica that leaves its master and comes back continues partially in
+/// the database the master's stream had selected (the master sends no
+/// SELECT on `+CONTINUE`).
+#[test]
+fn a_replica_coming_back_continues_in_the_streams_database() {
+    let (a, _) = start_logged(&[]);
+    let (b, _) = start_logged(&[]);
+    let (mut ac, mut bc) = (a.conn(), b.conn());
+    ok(&mut ac, &["SELECT", "9"]);
+    ok(&mut ac, &["SET", "k", "1"]);
+    replicaof(&mut bc, a.port);
+    wait_up(&mut bc);
+    wait_same_data(&mut ac, &mut bc);
+    // Away to a master that is not there, then back.
+    replicaof(&mut bc, common::free_port());
+    ok(&mut ac, &["SET", "k", "2"]);
+    replicaof(&mut bc, a.port);
+    wait_up(&mut bc);
+    wait_same_data(&mut ac, &mut bc);
+    assert_eq!(info_field(&mut ac, "sync_partial_ok"), "1");
+    ok(&mut bc, &["SELECT", "9"]);
+    assert_eq!(get(&mut bc, "k").as_deref(), Some("2"));
+}

@@ -1591,6 +1591,39 @@ impl<'a> Keys<'a> {
         Flushed { tables }
     }
 
+    /// Exchanges every database with those of `staging`, another keyspace
+    /// of the same shape (a replica's diskless load into a staging
+    /// keyspace, Redis's `swapMainDbWithTempDb`), telling watchers of keys
+    /// that exist in either. Both views must hold every shard.
+    ///
+    /// # Panics
+    /// If a view does not hold every shard or the shapes differ: a bug in
+    /// the caller.
+    pub fn swap_all_with(&mut self, staging: &mut Keys<'_>) {
+        assert!(self.holds_all() && staging.holds_all());
+        assert_eq!(
+            (self.ks.shard_count(), self.ks.databases()),
+            (staging.ks.shard_count(), staging.ks.databases())
+        );
+        let (ks, now) = (self.ks, self.now);
+        let mut any_ttl = false;
+        for (ours, theirs) in self.guards.iter_mut().zip(staging.guards.iter_mut()) {
+            let (s, t) = (&mut *ours.1, &mut *theirs.1);
+            ks.settle_snapshot(s);
+            for db in 0..ks.databases() {
+                s.signal_replaced(db, None, now);
+            }
+            std::mem::swap(&mut s.dbs, &mut t.dbs);
+            for db in 0..ks.databases() {
+                s.signal_replaced(db, None, now);
+                any_ttl |= !s.dbs[db].volatile.is_empty();
+            }
+        }
+        if any_ttl {
+            ks.note_ttl();
+        }
+    }
+
     /// Swaps two databases (SWAPDB), telling watchers of keys that exist in
     /// either.
     pub fn swap_db(&mut self, a: usize, b: usize) {
@@ -2076,6 +2109,29 @@ mod tests {
         flag.store(false, Ordering::Release);
         k.set_expire(0, b"fresh", 1);
         assert!(k.expired_since_watched(0, b"fresh", &flag));
+    }
+
+    #[test]
+    fn swap_all_with_exchanges_every_database_and_fires_watches() {
+        let (main, staging) = (Keyspace::new(4, 8), Keyspace::new(4, 8));
+        let (old_flag, new_flag): (WatchFlag, WatchFlag) = Default::default();
+        let mut m = main.lock_all();
+        let mut t = staging.lock_all();
+        for i in 0..100 {
+            m.set(i % 4, format!("old{i}").as_bytes(), s(b"1"));
+            t.set(i % 4, format!("new{i}").as_bytes(), s(b"2"));
+        }
+        t.set_expire(3, b"new3", u64::MAX / 2);
+        m.watch(0, b"old0", &old_flag);
+        m.watch(1, b"new1", &new_flag);
+        m.swap_all_with(&mut t);
+        assert!(old_flag.load(Ordering::Acquire) && new_flag.load(Ordering::Acquire));
+        for i in 0..100 {
+            assert!(m.contains(i % 4, format!("new{i}").as_bytes()));
+            assert!(!m.contains(i % 4, format!("old{i}").as_bytes()));
+            assert!(t.contains(i % 4, format!("old{i}").as_bytes()));
+        }
+        assert!(main.ttls_maybe.load(Ordering::Relaxed));
     }
 
     #[test]

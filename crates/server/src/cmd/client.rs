@@ -283,6 +283,7 @@ fn kill(ctx: &mut Ctx<'_>, args: Args<'_>) {
         } else {
             c.killed.store(true, Ordering::Relaxed);
             ctx.server.notify(c.worker, Msg::Kill(c.id));
+            crate::repl::close_replica_link(ctx.server, c.id);
         }
     }
     if old_form {

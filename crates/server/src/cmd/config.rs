@@ -3,6 +3,8 @@
 //! rewriting the configuration file. The parameters themselves live in
 //! [`crate::config`].
 
+use std::sync::atomic::Ordering;
+
 use vireo_resp::Args;
 
 use super::shared::reply_help;
@@ -53,6 +55,11 @@ fn set(ctx: &mut Ctx<'_>, args: Args<'_>) {
             ));
         }
     }
+    if loading(ctx) && pairs.iter().any(|(n, _)| denied_while_loading(n)) {
+        return ctx
+            .out
+            .error("LOADING Redis is loading the dataset in memory");
+    }
     let tls_before = tls_values(ctx, &pairs);
     let all_before = values_of(ctx, &pairs, |_| true);
     match ctx.server.config.set(&pairs) {
@@ -97,6 +104,21 @@ fn set(ctx: &mut Ctx<'_>, args: Args<'_>) {
 /// are written).
 fn is_protected(name: &[u8]) -> bool {
     is(name, "dir") || is(name, "dbfilename")
+}
+
+/// Parameters that cannot change while the dataset loads (Redis's
+/// `DENY_LOADING_CONFIG`).
+fn denied_while_loading(name: &[u8]) -> bool {
+    ["appendonly", "repl-diskless-load", "dir"]
+        .iter()
+        .any(|p| is(name, p))
+}
+
+/// The dataset is loading, in the foreground or aside (a replica's
+/// swapdb load).
+fn loading(ctx: &Ctx<'_>) -> bool {
+    let rdb = &ctx.server.rdb;
+    rdb.loading.load(Ordering::Acquire) || rdb.async_loading.load(Ordering::Acquire)
 }
 
 /// Whether `enable-protected-configs` lets this client change them.

@@ -297,12 +297,11 @@ fn memory_section(server: &Server, w: &mut Lines<'_>) {
     w.kv("rss_overhead_bytes", m.rss as i64 - active as i64);
     w.kv("mem_fragmentation_ratio", ratio(m.rss, m.used));
     w.kv("mem_fragmentation_bytes", frag_bytes);
-    w.zeros(&[
-        "mem_not_counted_for_evict",
-        "mem_replication_backlog",
-        "mem_total_replication_buffers",
-        "mem_clients_slaves",
-    ]);
+    w.kv("mem_not_counted_for_evict", 0);
+    let [repl_total, repl_backlog, repl_replicas] = server.repl.buffer_memory();
+    w.kv("mem_replication_backlog", repl_backlog);
+    w.kv("mem_total_replication_buffers", repl_total);
+    w.kv("mem_clients_slaves", repl_replicas);
     w.kv("mem_clients_normal", m.clients);
     w.zeros(&["mem_cluster_links", "mem_aof_buffer"]);
     w.kv("mem_allocator", "mimalloc");
@@ -320,9 +319,12 @@ fn persistence_section(server: &Server, w: &mut Lines<'_>) {
     let bgsave = rdb.bgsave_in_progress.load(Ordering::Relaxed);
     let snapshot = server.keyspace.snapshot_in_progress();
     w.kv("loading", u8::from(loading));
+    w.kv(
+        "async_loading",
+        u8::from(rdb.async_loading.load(Ordering::Relaxed)),
+    );
     // No fork, so no copy-on-write pages: these stay zero.
     w.zeros(&[
-        "async_loading",
         "current_cow_peak",
         "current_cow_size",
         "current_cow_size_age",

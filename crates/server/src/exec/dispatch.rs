@@ -414,14 +414,19 @@ fn persistence_rejection(
 }
 
 /// LOADING for a command not flagged `loading` while the dataset loads
-/// (the AOF's own replay runs then, of course).
+/// (the AOF's own replay runs then, of course), or flagged
+/// `no-async-loading` while a replica loads its master's data aside.
 fn loading_rejection(
     server: &Server,
     session: &Session,
     spec: &CommandSpec,
 ) -> Option<&'static str> {
-    (server.rdb.loading.load(Ordering::Acquire) && !spec.has(flags::LOADING) && !session.replaying)
-        .then_some("LOADING Redis is loading the dataset in memory")
+    let refused = if server.rdb.async_loading.load(Ordering::Acquire) {
+        spec.has(flags::NO_ASYNC_LOADING)
+    } else {
+        server.rdb.loading.load(Ordering::Acquire) && !spec.has(flags::LOADING)
+    };
+    (refused && !session.replaying).then_some("LOADING Redis is loading the dataset in memory")
 }
 
 /// What a replica refuses to its clients: writes when `replica-read-only`

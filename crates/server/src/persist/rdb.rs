@@ -59,6 +59,10 @@ pub struct RdbState {
     /// The dataset is being loaded: commands without the `loading` flag
     /// answer -LOADING.
     pub loading: AtomicBool,
+    /// A replica loads its master's data aside while clients are served
+    /// the old (`repl-diskless-load swapdb` continuing the same history):
+    /// only commands flagged `no-async-loading` answer -LOADING.
+    pub async_loading: AtomicBool,
     pub loading_start_s: AtomicU64,
     pub loading_total_bytes: AtomicU64,
     pub loading_loaded_bytes: Arc<AtomicU64>,
@@ -107,6 +111,7 @@ impl Default for RdbState {
             keys_processed: AtomicU64::new(0),
             keys_total: AtomicU64::new(0),
             loading: AtomicBool::new(false),
+            async_loading: AtomicBool::new(false),
             loading_start_s: AtomicU64::new(0),
             loading_total_bytes: AtomicU64::new(0),
             loading_loaded_bytes: Arc::new(AtomicU64::new(0)),
@@ -752,7 +757,27 @@ pub fn load_stream_merging(
     reader: impl Read,
     replace_functions: bool,
 ) -> Result<(LoadStats, u64), String> {
-    load_items(server, reader, replace_functions, None)
+    load_items(server, reader, replace_functions, None, None)
+}
+
+/// Where a replica's `repl-diskless-load swapdb` load puts what it reads
+/// (Redis's temporary databases and functions context): a keyspace of the
+/// main one's shape and the function libraries' code, installed only once
+/// the whole load succeeded.
+pub struct Staging<'a> {
+    /// Receives the keys.
+    pub keyspace: &'a vireo_store::Keyspace,
+    /// The libraries' code, in the stream's order.
+    pub functions: Vec<Vec<u8>>,
+}
+
+/// [`load_stream`] into `staging` instead of the live dataset.
+pub fn load_stream_staged(
+    server: &Server,
+    reader: impl Read,
+    staging: &mut Staging<'_>,
+) -> Result<(LoadStats, u64), String> {
+    load_items(server, reader, false, None, Some(staging))
 }
 
 /// Start-up's restoring of the history a dump recorded (Redis's
@@ -795,6 +820,7 @@ fn load_items(
     reader: impl Read,
     replace_functions: bool,
     mut restore: Option<&mut Restore>,
+    mut staging: Option<&mut Staging<'_>>,
 ) -> Result<(LoadStats, u64), String> {
     let state = &server.rdb;
     let reader = CountingReader {
@@ -807,6 +833,8 @@ fn load_items(
     let mut repl_aux = ReplAux::default();
     let now = now_ms();
     let keep_expired = server.repl.is_replica();
+    let delay = KeyLoadDelay::configured(server);
+    let target = staging.as_ref().map_or(&server.keyspace, |s| s.keyspace);
     while let Some(item) = loader.next().map_err(|e| e.to_string())? {
         match item {
             Item::Aux { key, value } => {
@@ -824,17 +852,22 @@ fn load_items(
                     }
                     continue;
                 }
-                let mut keys = server.keyspace.lock_keys([&key[..]]);
+                let mut keys = target.lock_keys([&key[..]]);
                 keys.set_entry(db, &key, entry);
+                drop(keys);
+                delay.after_key();
                 stats.loaded += 1;
                 if stats.loaded % PROGRESS_EVERY_KEYS == 0 {
                     log_progress(state, stats.loaded);
                 }
             }
-            Item::Function { code } => {
-                crate::exec::script::function_load_persisted(server, &code, replace_functions)
-                    .map_err(|e| format!("Failed loading library: {e}"))?;
-            }
+            Item::Function { code } => match staging.as_deref_mut() {
+                Some(staging) => staging.functions.push(code),
+                None => {
+                    crate::exec::script::function_load_persisted(server, &code, replace_functions)
+                        .map_err(|e| format!("Failed loading library: {e}"))?;
+                }
+            },
             Item::ResizeDb { .. } | Item::ModuleAux { .. } => {}
         }
     }
@@ -843,6 +876,29 @@ fn load_items(
     }
     stats.repl = repl_aux.info();
     Ok((stats, loader.offset()))
+}
+
+/// `key-load-delay`, a testing knob: microseconds to wait after each key
+/// loaded; a negative -N waits one microsecond after one key in N on
+/// average (Redis's `debugDelay`).
+struct KeyLoadDelay(i64);
+
+impl KeyLoadDelay {
+    fn configured(server: &Server) -> Self {
+        let micros = server.config.get_one("key-load-delay");
+        KeyLoadDelay(micros.and_then(|m| m.parse().ok()).unwrap_or(0))
+    }
+
+    fn after_key(&self) {
+        let micros = match self.0 {
+            0 => return,
+            n if n < 0 => u64::from(fastrand::u64(..n.unsigned_abs()) == 0),
+            n => n as u64,
+        };
+        if micros > 0 {
+            std::thread::sleep(Duration::from_micros(micros));
+        }
+    }
 }
 
 /// The function libraries as RDB records (Redis's `rdbSaveFunctions`).
@@ -944,7 +1000,7 @@ pub fn load_at_startup(server: &Server) -> Result<(), String> {
         feeding: false,
         selected: None,
     };
-    let result = load_items(server, file, false, Some(&mut restore)).map(|(stats, _)| stats);
+    let result = load_items(server, file, false, Some(&mut restore), None).map(|(stats, _)| stats);
     state.loading.store(false, Ordering::Release);
     let stats = result.map_err(|e| {
         format!(

@@ -6,9 +6,12 @@
 //! sender makes the snapshot (an RDB file in the working directory, from a
 //! cut without fork), sends it as one bulk, then writes the stream bytes
 //! that gather in the replica's buffer; the reader takes REPLCONF ACK from
-//! the replica. The client stays in the client registry (CLIENT LIST flag
-//! `S`) until the link ends. Whichever thread sees the link fail shuts the
-//! socket down, which ends the other.
+//! the replica. The stream bytes are not copied per replica: the link is
+//! a cursor into the shared replication buffer ([`super::buffer`]), and
+//! the sender copies one batch at a time from there. The client stays in
+//! the client registry (CLIENT LIST flag `S`) until the link ends.
+//! Whichever thread sees the link fail shuts the socket down, which ends
+//! the other.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -71,6 +74,9 @@ pub struct Replica {
     state: AtomicU8,
     ack_offset: AtomicU64,
     ack_ms: AtomicU64,
+    /// The stream offset of the next byte to send (0 until the link is
+    /// attached to the stream).
+    cursor: AtomicU64,
     closed: AtomicBool,
     /// The replica announced `capa eof`.
     capa_eof: bool,
@@ -81,13 +87,17 @@ pub struct Replica {
     got_ack: AtomicBool,
 }
 
-/// Stream bytes not yet written to the replica.
+/// The sender's side of the link, besides the shared stream.
 #[derive(Default)]
 struct Outbox {
     /// Set at the cut: the stream offset the replica starts at.
     start: Option<u64>,
-    buf: Vec<u8>,
-    /// Since when the buffer is over the soft limit.
+    /// Bytes that go before the stream: replies still pending when the
+    /// client asked to sync, `+CONTINUE`.
+    pre: Vec<u8>,
+    /// The stream grew since the sender last looked.
+    woken: bool,
+    /// Since when the output buffer is over the soft limit.
     soft_since: Option<Instant>,
 }
 
@@ -102,44 +112,61 @@ impl Replica {
         self.ack_offset.load(Ordering::SeqCst)
     }
 
-    /// Called at the cut: the replica's stream starts at `offset`.
+    /// Called at the cut: the replica's stream starts after `offset`.
     pub(super) fn start_at(&self, offset: u64) {
+        self.set_cursor(offset + 1);
         self.out.lock().start = Some(offset);
         self.cond.notify_all();
     }
 
-    /// Queues stream bytes; cuts the link if its buffer passes
-    /// `client-output-buffer-limit replica`.
-    pub(super) fn push(&self, bytes: &[u8], server: &Server) {
-        if self.closed.load(Ordering::Relaxed) {
+    /// The stream offset of the next byte to send.
+    pub(super) fn cursor(&self) -> u64 {
+        self.cursor.load(Ordering::SeqCst)
+    }
+
+    /// Moves the cursor (under the stream's lock).
+    pub(super) fn set_cursor(&self, cursor: u64) {
+        self.cursor.store(cursor, Ordering::SeqCst);
+    }
+
+    /// Tells the sender the stream grew.
+    pub(super) fn wake(&self) {
+        self.out.lock().woken = true;
+        self.cond.notify_all();
+    }
+
+    /// Closes the link if `used` bytes of output buffer pass
+    /// `client-output-buffer-limit replica`. As in Redis, a hard limit
+    /// below `backlog_size` counts as `backlog_size`: the replica shares
+    /// the backlog's memory, and a partial resync must not be cut off at
+    /// once.
+    pub(super) fn check_output_limit(&self, used: usize, backlog_size: usize, server: &Server) {
+        if self.is_closed() {
             return;
         }
-        let mut out = self.out.lock();
-        out.buf.extend_from_slice(bytes);
-        let used = out.buf.len() as u64;
-        self.client.omem.store(used as usize, Ordering::Relaxed);
+        let used = used as u64;
         let limits = &server.config.hot.client_output_buffer_limits[1];
-        let hard = limits.hard.load(Ordering::Relaxed);
+        let hard = match limits.hard.load(Ordering::Relaxed) {
+            0 => 0,
+            hard => hard.max(backlog_size as u64),
+        };
         let soft = limits.soft.load(Ordering::Relaxed);
         let soft_secs = limits.soft_seconds.load(Ordering::Relaxed);
-        let over_soft = soft > 0 && used > soft;
-        let over_soft_long = if over_soft {
+        let mut out = self.out.lock();
+        let over_soft_long = if soft > 0 && used >= soft {
             let since = *out.soft_since.get_or_insert_with(Instant::now);
-            since.elapsed() >= Duration::from_secs(soft_secs)
+            since.elapsed() > Duration::from_secs(soft_secs)
         } else {
             out.soft_since = None;
             false
         };
-        let over = (hard > 0 && used > hard) || over_soft_long;
         drop(out);
-        if over {
+        if (hard > 0 && used >= hard) || over_soft_long {
             tracing::warn!(
                 "Client {} scheduled to be closed ASAP for overcoming of output buffer limits.",
                 self.client.info_line()
             );
             self.close();
-        } else {
-            self.cond.notify_all();
         }
     }
 
@@ -148,15 +175,17 @@ impl Replica {
         format!("{}:{}", self.ip, self.port)
     }
 
-    /// A partial resync: the link is online from stream offset `offset`,
-    /// with `+CONTINUE <replid>` and the backlog's `bytes` queued first
-    /// (after any reply still pending). Called under the stream's lock.
-    pub(super) fn continue_at(&self, offset: u64, replid: &str, bytes: &[u8]) {
+    /// A partial resync: the link is online from stream offset `from`
+    /// (the first byte the replica lacks), with `+CONTINUE <replid>`
+    /// queued first (after any reply still pending). Called under the
+    /// stream's lock.
+    pub(super) fn continue_from(&self, from: u64, replid: &str) {
+        self.set_cursor(from);
         let mut out = self.out.lock();
-        out.buf
+        out.pre
             .extend_from_slice(format!("+CONTINUE {replid}\r\n").as_bytes());
-        out.buf.extend_from_slice(bytes);
-        out.start = Some(offset);
+        out.woken = true;
+        out.start = Some(from - 1);
         self.ack_offset.store(0, Ordering::SeqCst);
         self.state.store(ONLINE, Ordering::Relaxed);
         drop(out);
@@ -170,9 +199,17 @@ impl Replica {
         self.cond.notify_all();
     }
 
-    /// True once the link is being torn down.
-    fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::SeqCst)
+    /// True once the link is being torn down; a replica CLIENT KILL
+    /// marked is closed here, by whichever thread looks first.
+    pub(super) fn is_closed(&self) -> bool {
+        if self.closed.load(Ordering::SeqCst) {
+            return true;
+        }
+        let killed = self.client.killed.load(Ordering::Relaxed);
+        if killed {
+            self.close();
+        }
+        killed
     }
 
     /// Seconds since the replica's last acknowledgement.
@@ -221,13 +258,14 @@ pub fn start(
         port: conf.listening_port,
         socket,
         out: Mutex::new(Outbox {
-            buf: pending,
+            pre: pending,
             ..Outbox::default()
         }),
         cond: Condvar::new(),
         state: AtomicU8::new(WAIT_BGSAVE),
         ack_offset: AtomicU64::new(0),
         ack_ms: AtomicU64::new(now_ms()),
+        cursor: AtomicU64::new(0),
         closed: AtomicBool::new(false),
         capa_eof: conf.capa_eof,
         rdb_outcome: AtomicU8::new(diskless::PENDING),
@@ -395,6 +433,10 @@ fn wait_for_cut(r: &Replica) -> std::io::Result<u64> {
     }
 }
 
+/// The most stream bytes the sender copies out of the shared buffer at
+/// once.
+const BATCH: usize = 256 * 1024;
+
 /// Writes the stream to the replica as it gathers, with keep-alive PINGs.
 fn stream(server: &Server, r: &Replica) {
     let mut batch = Vec::new();
@@ -404,11 +446,13 @@ fn stream(server: &Server, r: &Replica) {
     {
         {
             let mut out = r.out.lock();
-            if out.buf.is_empty() {
+            if !out.woken && out.pre.is_empty() {
                 r.cond.wait_for(&mut out, Duration::from_millis(100));
             }
-            std::mem::swap(&mut out.buf, &mut batch);
+            out.woken = false;
+            std::mem::swap(&mut out.pre, &mut batch);
         }
+        server.repl.take_for(r, BATCH, &mut batch);
         if batch.is_empty() {
             super::ping_if_due(server);
             continue;
@@ -416,8 +460,14 @@ fn stream(server: &Server, r: &Replica) {
         if (&r.socket).write_all(&batch).is_err() {
             return;
         }
-        r.client.omem.store(0, Ordering::Relaxed);
-        batch.clear();
+        if batch.len() >= BATCH {
+            // More may be waiting: look again without sleeping.
+            r.out.lock().woken = true;
+            batch.clear();
+        } else {
+            // Caught up: the batch's memory goes back.
+            batch = Vec::new();
+        }
     }
 }
 
@@ -427,7 +477,7 @@ fn run_reader(server: &Server, r: &Replica) {
     let mut chunk = [0u8; 4096];
     let mut parser = Parser::new();
     let limits = ParseLimits::default();
-    loop {
+    'link: loop {
         let n = match (&r.socket).read(&mut chunk) {
             Ok(0) | Err(_) => break,
             Ok(n) => n,
@@ -443,14 +493,12 @@ fn run_reader(server: &Server, r: &Replica) {
                     buf.drain(..used);
                 }
                 Ok(None) => break,
-                Err(_) => {
-                    r.close();
-                    return;
-                }
+                Err(_) => break 'link,
             }
         }
     }
     r.close();
+    super::forget_closed(server);
 }
 
 /// A command from the replica: REPLCONF ACK <offset> records its offset;

@@ -15,7 +15,8 @@
 //! streamed every unit before the cut it attaches the replica ([`attach`]),
 //! whose stream starts there: nothing is lost or applied twice, and the
 //! first unit after the cut begins with SELECT. The stream bytes gather in
-//! the replica's own buffer while the RDB is sent, bounded by
+//! the shared replication buffer ([`buffer`]), which is also the backlog,
+//! while the RDB is sent; each replica is a cursor into it, bounded by
 //! `client-output-buffer-limit replica`.
 //!
 //! A replica ([`replica`]) follows its master on a link thread that applies
@@ -27,9 +28,10 @@
 //! needs: a replica can partially resynchronise with its master after a
 //! dropped link, and its siblings with it once it is promoted.
 
-pub mod backlog;
+pub mod buffer;
 pub mod master;
 pub mod replica;
+mod swapdb;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -39,7 +41,7 @@ use parking_lot::Mutex;
 
 use crate::exec::blocking::Waiter;
 use crate::server::Server;
-use backlog::Backlog;
+use buffer::ReplBuffer;
 use master::Replica;
 
 /// The stream bytes of a keep-alive PING.
@@ -102,13 +104,24 @@ struct ReplIds {
 
 /// The stream's state, changed by the AOF writer and the replica threads.
 struct Stream {
-    backlog: Option<Backlog>,
+    /// The backlog, and what attached replicas have not sent yet.
+    backlog: Option<ReplBuffer>,
     /// Replicas past their cut, in attach order.
     replicas: Vec<Arc<Replica>>,
     /// Full syncs in progress plus replicas attached: effects are
     /// collected while it is above zero.
     users: usize,
     last_ping: Instant,
+}
+
+impl Stream {
+    /// Drops the backlog's oldest blocks no attached replica needs.
+    fn trim(&mut self) {
+        let oldest = self.replicas.iter().map(|r| r.cursor()).min();
+        if let Some(buffer) = self.backlog.as_mut() {
+            buffer.trim(oldest);
+        }
+    }
 }
 
 impl Default for Repl {
@@ -213,16 +226,61 @@ impl Repl {
         }
     }
 
-    /// Appends stream bytes: to the backlog, then to every attached
-    /// replica (cutting off those past their output limit).
+    /// Appends stream bytes to the shared buffer and wakes every attached
+    /// replica. When that took a new block, as Redis, checks the
+    /// replicas' output limits (closing those past theirs) and trims the
+    /// backlog.
     fn append(&self, s: &mut Stream, bytes: &[u8], server: &Server) {
-        let Some(backlog) = s.backlog.as_mut() else {
+        let Some(buffer) = s.backlog.as_mut() else {
             return;
         };
-        backlog.feed(bytes);
-        self.offset.store(backlog.offset(), Ordering::SeqCst);
+        let new_block = buffer.feed(bytes);
+        self.offset.store(buffer.offset(), Ordering::SeqCst);
+        if new_block {
+            buffer.set_backlog_size(backlog_size(server));
+            for r in &s.replicas {
+                let held = buffer.held_by(r.cursor());
+                r.client.omem.store(held, Ordering::Relaxed);
+                r.check_output_limit(held, buffer.backlog_size(), server);
+            }
+            // Those cut off stop holding the buffer now, not when their
+            // threads notice.
+            s.replicas.retain(|r| !r.is_closed());
+            s.trim();
+        }
         for r in &s.replicas {
-            r.push(bytes, server);
+            r.wake();
+        }
+    }
+
+    /// Copies into `out` at most `max` stream bytes `r` has not sent, and
+    /// moves its cursor past them (its sender writes them next). Trims
+    /// the backlog when that releases a block.
+    pub(crate) fn take_for(&self, r: &Replica, max: usize, out: &mut Vec<u8>) {
+        let mut s = self.stream.lock();
+        let Some(buffer) = s.backlog.as_ref() else {
+            return;
+        };
+        let next = buffer.read(r.cursor(), max, out);
+        r.set_cursor(next);
+        r.client.omem.store(buffer.held_by(next), Ordering::Relaxed);
+        s.trim();
+    }
+
+    /// `mem_total_replication_buffers`, and its split between the backlog
+    /// and the replicas as Redis reports it (`mem_replication_backlog`,
+    /// `mem_clients_slaves`): what exceeds `repl-backlog-size` counts as
+    /// the replicas' while any is attached.
+    pub fn buffer_memory(&self) -> [usize; 3] {
+        let s = self.stream.lock();
+        let Some(buffer) = s.backlog.as_ref() else {
+            return [0; 3];
+        };
+        let (total, size) = (buffer.mem(), buffer.backlog_size());
+        if !s.replicas.is_empty() && total > size {
+            [total, size, total - size]
+        } else {
+            [total, total, 0]
         }
     }
 
@@ -267,7 +325,7 @@ impl Repl {
         drop(ids);
         self.offset.store(info.offset, Ordering::SeqCst);
         let mut s = self.stream.lock();
-        s.backlog = Some(Backlog::new(backlog_size(server), info.offset));
+        s.backlog = Some(ReplBuffer::new(backlog_size(server), info.offset));
         server.aof.set_replicating(true);
     }
 
@@ -317,7 +375,7 @@ impl Repl {
             ids.second_offset = -1;
         }
         let mut s = self.stream.lock();
-        s.backlog = Some(Backlog::new(backlog_size(server), offset));
+        s.backlog = Some(ReplBuffer::new(backlog_size(server), offset));
         // Once promoted, this server's own writes feed the backlog.
         server.aof.set_replicating(true);
         self.offset.store(offset, Ordering::SeqCst);
@@ -391,7 +449,12 @@ impl Repl {
         kv("master_repl_offset", self.offset().to_string());
         kv("second_repl_offset", ids.second_offset.to_string());
         let (active, size, first, histlen) = match &s.backlog {
-            Some(b) => (1, b.size() as u64, b.first_byte_offset(), b.histlen()),
+            Some(b) => (
+                1,
+                b.backlog_size() as u64,
+                b.first_byte_offset(),
+                b.histlen(),
+            ),
             None => (0, backlog_size(server) as u64, 0, 0),
         };
         kv("repl_backlog_active", active.to_string());
@@ -477,7 +540,7 @@ fn feed_from_master(server: &Server, bytes: &[u8]) {
     let repl = &server.repl;
     let mut s = repl.stream.lock();
     if s.backlog.is_none() {
-        s.backlog = Some(Backlog::new(backlog_size(server), repl.offset()));
+        s.backlog = Some(ReplBuffer::new(backlog_size(server), repl.offset()));
         server.aof.set_replicating(true);
     }
     repl.append(&mut s, bytes, server);
@@ -522,10 +585,10 @@ pub fn try_continue(
     let mut s = repl.stream.lock();
     let from = u64::try_from(psync_offset).ok();
     let held = match (&s.backlog, from) {
-        (Some(b), Some(from)) => b.since(from),
+        (Some(b), Some(from)) if b.holds(from) => Some(from),
         _ => None,
     };
-    let Some(bytes) = held else {
+    let Some(from) = held else {
         tracing::info!("Unable to partial resync with replica {name} for lack of backlog (Replica request was: {psync_offset}).");
         if psync_offset > repl.offset() as i64 {
             tracing::warn!("Warning: replica {name} tried to PSYNC with an offset that is greater than the master replication offset.");
@@ -533,9 +596,9 @@ pub fn try_continue(
         repl.sync_stats[2].fetch_add(1, Ordering::Relaxed);
         return false;
     };
-    let len = bytes.len();
+    let len = repl.offset() + 1 - from;
     repl.sync_stats[1].fetch_add(1, Ordering::Relaxed);
-    replica.continue_at(repl.offset(), &repl.replid(), &bytes);
+    replica.continue_from(from, &repl.replid());
     s.replicas.push(replica.clone());
     drop(s);
     tracing::info!("Partial resynchronization request from {name} accepted. Sending {len} bytes of backlog starting from offset {psync_offset}.");
@@ -558,12 +621,31 @@ pub fn attach(server: &Server, replica: Arc<Replica>) -> u64 {
     let mut s = repl.stream.lock();
     if s.backlog.is_none() {
         let offset = repl.offset();
-        s.backlog = Some(Backlog::new(backlog_size(server), offset));
+        s.backlog = Some(ReplBuffer::new(backlog_size(server), offset));
     }
     let offset = repl.offset();
     replica.start_at(offset);
     s.replicas.push(replica);
     offset
+}
+
+/// Closes the link of replica client `client_id` now, if it is one
+/// attached to the stream (CLIENT KILL): its replica sees the link drop
+/// at once, as Redis closes a killed replica before its next reply.
+pub fn close_replica_link(server: &Server, client_id: u64) {
+    let s = server.repl.stream.lock();
+    if let Some(r) = s.replicas.iter().find(|r| r.client.id == client_id) {
+        r.close();
+    }
+}
+
+/// Takes the links seen closed out of the stream at once, so they stop
+/// holding the shared buffer (and counting as connected) before their
+/// threads end, which may wait for a snapshot to finish.
+pub fn forget_closed(server: &Server) {
+    let mut s = server.repl.stream.lock();
+    s.replicas.retain(|r| !r.is_closed());
+    s.trim();
 }
 
 /// A replica (or a full sync that never attached) is gone. Effects stay
@@ -572,6 +654,7 @@ pub fn attach(server: &Server, replica: Arc<Replica>) -> u64 {
 pub fn detach(server: &Server, client_id: u64) {
     let mut s = server.repl.stream.lock();
     s.replicas.retain(|r| r.client.id != client_id);
+    s.trim();
     s.users = s.users.saturating_sub(1);
     if s.users == 0 && s.backlog.is_none() {
         server.aof.set_replicating(false);
@@ -607,10 +690,15 @@ pub fn acked(server: &Server) {
 }
 
 /// Sends a PING down the stream if `repl-ping-replica-period` seconds went
-/// by since the last one and replicas are attached.
+/// by since the last one and replicas are attached. Only a top-level
+/// master pings: a replica passes on its master's stream, pings included,
+/// and bytes of its own would put its replicas' offsets past the master's.
 pub fn ping_if_due(server: &Server) {
     let period = config_u64(server, "repl-ping-replica-period").unwrap_or(10);
     let repl = &server.repl;
+    if repl.is_replica() {
+        return;
+    }
     let mut s = repl.stream.lock();
     if s.replicas.is_empty() || s.last_ping.elapsed() < Duration::from_secs(period) {
         return;

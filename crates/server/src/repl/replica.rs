@@ -193,6 +193,12 @@ pub fn follow(server: &Arc<Server>, host: &str, port: u16) -> bool {
         }
     }
     let was_master = slot.is_none();
+    // A partial resync with the new master goes on in the database the
+    // stream applied last, as Redis's cached master keeps its own.
+    let stream_db = slot.as_ref().map_or_else(
+        || repl.restored_stream_db.load(Ordering::Relaxed),
+        |old| old.stream_db.load(Ordering::Relaxed),
+    );
     crate::exec::blocking::unblock_all_for_role_change(server);
     let link = Arc::new(MasterLink {
         host: host.to_string(),
@@ -206,7 +212,7 @@ pub fn follow(server: &Arc<Server>, host: &str, port: u16) -> bool {
         transfer_size: AtomicI64::new(-1),
         transfer_read: AtomicU64::new(0),
         read_offset: AtomicU64::new(0),
-        stream_db: AtomicUsize::new(repl.restored_stream_db.load(Ordering::Relaxed)),
+        stream_db: AtomicUsize::new(stream_db),
     });
     *slot = Some(link.clone());
     server.config.record_replicaof(format!("{host} {port}"));
@@ -440,7 +446,7 @@ fn sync_with_master(server: &Arc<Server>, link: &MasterLink) -> Result<Conn, Syn
             tracing::info!("MASTER <-> REPLICA sync: Master accepted a Partial Resynchronization.");
         }
         Psync::Full { replid, offset } => {
-            receive_rdb(server, link, &mut conn)?;
+            receive_rdb(server, link, &mut conn, &replid)?;
             if !live(server, link) {
                 // REPLICAOF changed during the load: the history is not
                 // this master's any more.
@@ -817,7 +823,14 @@ impl<R: Read> Read for PayloadReader<R> {
 
 /// Receives the RDB of a full sync and loads it, to disk first or
 /// straight from the socket (`repl-diskless-load`).
-fn receive_rdb(server: &Server, link: &MasterLink, conn: &mut Conn) -> Result<(), SyncError> {
+/// `replid` is the master's: a swapdb load of the same history serves the
+/// old data meanwhile.
+fn receive_rdb(
+    server: &Server,
+    link: &MasterLink,
+    conn: &mut Conn,
+    replid: &str,
+) -> Result<(), SyncError> {
     link.set_state(TRANSFER);
     link.transfer_size.store(-1, Ordering::Relaxed);
     link.transfer_read.store(0, Ordering::Relaxed);
@@ -849,7 +862,10 @@ fn receive_rdb(server: &Server, link: &MasterLink, conn: &mut Conn) -> Result<()
     }
     let mut payload = PayloadReader::new(&mut conn.reader, kind);
     payload.progress = Some(Arc::new(AtomicU64::new(0)));
-    if diskless {
+    if diskless && load_mode(server) == "swapdb" {
+        let same_history = server.repl.replid().eq_ignore_ascii_case(replid);
+        super::swapdb::load_aside(server, &mut payload, same_history)
+    } else if diskless {
         load_from_socket(server, &mut payload)
     } else {
         let path = save_payload(server, link, &mut payload)?;
@@ -857,14 +873,17 @@ fn receive_rdb(server: &Server, link: &MasterLink, conn: &mut Conn) -> Result<()
     }
 }
 
-/// Redis's `useDisklessLoad`.
-fn use_diskless_load(server: &Server) -> bool {
-    match server
+/// `repl-diskless-load`.
+fn load_mode(server: &Server) -> String {
+    server
         .config
         .get_one("repl-diskless-load")
         .unwrap_or_default()
-        .as_str()
-    {
+}
+
+/// Redis's `useDisklessLoad`.
+fn use_diskless_load(server: &Server) -> bool {
+    match load_mode(server).as_str() {
         "swapdb" => true,
         "on-empty-db" => server
             .keyspace
@@ -942,19 +961,32 @@ fn save_payload<R: Read>(
 /// Empties the dataset and this server's replicas before loading the
 /// master's data (Redis's `replicationAttachToNewMaster` and `emptyData`).
 fn flush_old_data(server: &Server) {
+    attach_to_new_master(server);
+    tracing::info!("MASTER <-> REPLICA sync: Flushing old data");
+    free_all(server, &server.keyspace);
+    crate::exec::script::function_flush(server, 0);
+}
+
+/// The master's data replaces this server's: the history it cached is
+/// no longer one to continue, and its own replicas must sync again
+/// (Redis's `replicationAttachToNewMaster`).
+pub(super) fn attach_to_new_master(server: &Server) {
     let repl = &server.repl;
     if repl.cached_master.swap(false, Ordering::SeqCst) {
         tracing::info!("Discarding previously cached master state.");
     }
     repl.disconnect_replicas();
-    tracing::info!("MASTER <-> REPLICA sync: Flushing old data");
-    let mut keys = server.keyspace.lock_all();
-    let flushed = (0..server.keyspace.databases())
+}
+
+/// Empties every database of `keyspace`, freeing the data in the
+/// background.
+pub(super) fn free_all(server: &Server, keyspace: &vireo_store::Keyspace) {
+    let mut keys = keyspace.lock_all();
+    let flushed = (0..keyspace.databases())
         .map(|db| keys.flush_db(db))
         .collect();
     drop(keys);
     server.lazyfree.free_tables(flushed);
-    crate::exec::script::function_flush(server, 0);
 }
 
 /// Loads the received dump file.
@@ -978,39 +1010,51 @@ fn load_from_socket<R: Read>(
 ) -> Result<(), SyncError> {
     flush_old_data(server);
     tracing::info!("MASTER <-> REPLICA sync: Loading DB in memory");
-    let mut result = load(server, &mut *payload).map_err(|e| {
-        format!("Failed trying to load the MASTER synchronization DB from socket: {e}")
-    });
-    if result.is_ok() {
-        // The loader stops at the RDB's end: what remains up to the mark
-        // (nothing, from a sound master) is read and dropped.
-        let rest = io::copy(&mut *payload, &mut io::sink());
-        if rest.is_err() || !payload.finished() {
-            result = Err("Replication stream EOF marker is broken".into());
-        }
-    }
+    let result = load(server, &mut *payload).and_then(|()| read_to_mark(payload));
     result.map_err(|e| {
-        let mut keys = server.keyspace.lock_all();
-        let flushed = (0..server.keyspace.databases())
-            .map(|db| keys.flush_db(db))
-            .collect();
-        drop(keys);
-        server.lazyfree.free_tables(flushed);
-        Some(e)
+        tracing::warn!("Failed trying to load the MASTER synchronization DB from socket: {e}");
+        // Remove the half-loaded data, as Redis does.
+        free_all(server, &server.keyspace);
+        None
     })
+}
+
+/// After the loader stopped at the RDB's end, reads what remains up to
+/// the transfer's end (nothing, from a sound master) and checks its mark.
+pub(super) fn read_to_mark<R: Read>(payload: &mut PayloadReader<R>) -> Result<(), String> {
+    let rest = io::copy(&mut *payload, &mut io::sink());
+    if rest.is_err() || !payload.finished() {
+        return Err("Replication stream EOF marker is broken".into());
+    }
+    Ok(())
 }
 
 /// Loads an RDB stream while clients get -LOADING.
 fn load(server: &Server, reader: impl Read) -> Result<(), String> {
+    load_flagged(server, &server.rdb.loading, || {
+        crate::persist::rdb::load_stream(server, reader)
+    })
+}
+
+/// Runs the RDB load `run` with `flag` (`loading` or `async_loading`) set
+/// and the loading progress reset, and logs its outcome.
+pub(super) fn load_flagged(
+    server: &Server,
+    flag: &AtomicBool,
+    run: impl FnOnce() -> Result<(crate::persist::rdb::LoadStats, u64), String>,
+) -> Result<(), String> {
     let state = &server.rdb;
     state.loading_loaded_bytes.store(0, Ordering::Relaxed);
     state
         .loading_start_s
         .store(now_ms() / 1000, Ordering::Relaxed);
-    state.loading.store(true, Ordering::Release);
-    let result = crate::persist::rdb::load_stream(server, reader);
-    state.loading.store(false, Ordering::Release);
-    let (stats, _) = result?;
+    flag.store(true, Ordering::Release);
+    let result = run();
+    flag.store(false, Ordering::Release);
+    let (stats, _) = result.inspect_err(|e| {
+        let at = state.loading_loaded_bytes.load(Ordering::Relaxed);
+        tracing::warn!("Internal error in RDB reading offset {at}, function at rdb.c:0 -> {e}");
+    })?;
     tracing::info!(
         "Done loading RDB, keys loaded: {}, keys expired: {}.",
         stats.loaded,

@@ -249,6 +249,12 @@ impl Slot {
     }
 }
 
+/// The capacity a buffer of the feed keeps once emptied: a burst of
+/// writes grows them, and without giving the memory back they would hold
+/// several copies of the burst's size for good (Redis frees its buffers
+/// too; `used_memory` would show them).
+pub(super) const KEPT_CAPACITY: usize = 64 * 1024;
+
 /// Units taken from one slot and not yet written.
 #[derive(Default)]
 struct Queue {
@@ -294,6 +300,7 @@ impl Merger {
     pub(super) fn take(&mut self, slots: &[Slot]) {
         for (q, slot) in self.queues.iter_mut().zip(slots) {
             q.spare.clear();
+            q.spare.shrink_to(KEPT_CAPACITY);
             std::mem::swap(&mut *slot.units.lock(), &mut q.spare);
             if q.spare.is_empty() {
                 continue;
@@ -364,6 +371,11 @@ impl Merger {
                 let body = q.pos + HEADER;
                 out.extend_from_slice(&q.buf[body..body + len]);
                 q.pos = body + len;
+            }
+            if q.is_empty() {
+                q.buf.clear();
+                q.pos = 0;
+                q.buf.shrink_to(KEPT_CAPACITY);
             }
         }
     }

@@ -709,6 +709,9 @@ pub fn run_writer(server: Arc<Server>) {
         emit_and_replicate(&server, &mut merger, limit, &mut data, &mut stamped_second);
         let done = write_out(aof, file_slot.as_mut(), &data);
         data.drain(..done);
+        if data.is_empty() {
+            data.shrink_to(feed::KEPT_CAPACITY);
+        }
         wrote += done;
         if wrote > 0 {
             dirty_since_fsync = true;
