@@ -26,7 +26,7 @@ fuzz_target!(|data: &[u8]| {
         if let Ok(v) = restore_payload(&payload, decode) {
             for compress in [false, true] {
                 let again = dump_payload(
-                    &v,
+                    v.as_ref(),
                     &EncodeOptions {
                         compress,
                         ..Default::default()
