@@ -587,6 +587,12 @@ pub struct Config {
     pub user_lines: Vec<Vec<Vec<u8>>>,
     /// `rename-command` directives (old name, new name), in order.
     pub renames: Vec<(String, String)>,
+    /// `loadmodule` directives (path then arguments): start-up refuses
+    /// them, as no module can be loaded (`cmd::module`).
+    pub load_modules: Vec<Vec<String>>,
+    /// How many module options (`name.option value` lines) the config
+    /// gave: with no module to claim them, start-up stops.
+    pub module_configs: usize,
 }
 
 impl Default for Config {
@@ -601,6 +607,8 @@ impl Default for Config {
             hot: HotConfig::default(),
             user_lines: Vec::new(),
             renames: Vec::new(),
+            load_modules: Vec::new(),
+            module_configs: 0,
         };
         c.hot.active_expire_enabled.store(true, Ordering::Relaxed);
         c.refresh_hot();
@@ -726,10 +734,25 @@ impl Config {
             crate::cmd::rename_table(&self.renames)?;
             return Ok(());
         }
+        if name.eq_ignore_ascii_case("loadmodule") && words.len() >= 2 {
+            self.load_modules.push(words[1..].to_vec());
+            return Ok(());
+        }
         if name.eq_ignore_ascii_case("rename-command") || name.eq_ignore_ascii_case("loadmodule") {
             return Err("Bad directive or wrong number of arguments".into());
         }
-        let param = find(name).ok_or("Bad directive or wrong number of arguments")?;
+        let Some(param) = find(name) else {
+            // As Redis, an unknown dotted name is a module's option, kept
+            // for a module that would declare it.
+            if name.contains('.') {
+                if words.len() < 2 {
+                    return Err("Module config specified without value".into());
+                }
+                self.module_configs += 1;
+                return Ok(());
+            }
+            return Err("Bad directive or wrong number of arguments".into());
+        };
         let raw = words[1..].join(" ");
         if param.name == "save" {
             // The first `save` line replaces the defaults, later ones add.
@@ -1166,6 +1189,10 @@ impl Config {
     pub fn enable_debug_command(&self) -> String {
         self.raw("enable-debug-command")
     }
+    /// `enable-module-command`: `no`, `yes` or `local`.
+    pub fn enable_module_command(&self) -> String {
+        self.raw("enable-module-command")
+    }
     /// `logfile` (empty: standard output).
     pub fn logfile(&self) -> String {
         self.raw("logfile")
@@ -1284,6 +1311,8 @@ impl Config {
                 && !h.skip_checksum_validation.load(Ordering::Relaxed),
             skip_payload_checksum: h.skip_checksum_validation.load(Ordering::Relaxed),
             lfu: self.maxmemory_policy().ends_with("-lfu"),
+            // Files are always checked in full (RESTORE decides per call).
+            salvage: false,
         }
     }
     /// How values are written to RDB files: `rdbcompression`, and idle

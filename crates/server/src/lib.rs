@@ -173,6 +173,12 @@ pub fn start(server: Arc<Server>) -> std::io::Result<()> {
         )
     );
     tracing::info!("Server initialized");
+    // As Redis, a module that does not load stops the server here.
+    let config = &server.config;
+    if let Err(fatal) = cmd::module::load_at_startup(&config.load_modules, config.module_configs) {
+        tracing::warn!("{fatal}");
+        std::process::exit(1);
+    }
     // Clients may connect while the data loads; they get -LOADING.
     let loaded = load_dataset(&server);
     if loaded.is_err() {

@@ -50,7 +50,7 @@ const SUBCOMMANDS: &[CommandSpec] = &[
 ];
 
 /// Flags Redis keeps out of COMMAND INFO.
-const HIDDEN_FLAGS: u32 = MAY_REPLICATE | SENTINEL;
+const HIDDEN_FLAGS: u32 = MAY_REPLICATE | SENTINEL | PROTECTED;
 
 /// COMMAND: describes every command, as COMMAND INFO with no names does.
 fn command_all(ctx: &mut Ctx<'_>, _args: Args<'_>) {

@@ -22,9 +22,8 @@ use vireo_resp::Args;
 use vireo_store::value::ValueRef;
 use vireo_store::Entry;
 
-use super::shared::subcommand_syntax_error;
+use super::shared::{protected_allowed, subcommand_syntax_error};
 use super::{flags::*, is, spec, text, CommandSpec, Ctx, KeySpec};
-use crate::net::client::cflags;
 use crate::persist::{aof, rdb};
 
 /// This family's commands.
@@ -128,26 +127,7 @@ fn debug(ctx: &mut Ctx<'_>, args: Args<'_>) {
 
 /// Whether `enable-debug-command` lets this client run DEBUG.
 fn allowed(ctx: &Ctx<'_>) -> bool {
-    match ctx.server.config.enable_debug_command().as_str() {
-        "yes" => true,
-        "local" => is_local_client(ctx),
-        _ => false,
-    }
-}
-
-/// A Unix-socket client, or one connected from a loopback address (Redis's
-/// `islocalClient`).
-pub fn is_local_client(ctx: &Ctx<'_>) -> bool {
-    let shared = &ctx.session.shared;
-    if shared.flags.load(Ordering::Relaxed) & cflags::UNIX != 0 {
-        return true;
-    }
-    let host = shared
-        .addr
-        .rsplit_once(':')
-        .map_or(&shared.addr[..], |(h, _)| h);
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    host == "127.0.0.1" || host == "::1" || host.starts_with("::ffff:127.0.0.1")
+    protected_allowed(ctx, &ctx.server.config.enable_debug_command())
 }
 
 /// C's `atoi`: leading digits with an optional sign, 0 when there are none.

@@ -5,8 +5,13 @@
 //! The payload is the value's RDB type byte and encoding, the RDB version
 //! (two little-endian bytes) and a CRC64 of all that (eight bytes), so Vireo
 //! and Redis 7.0 accept each other's payloads. RESTORE validates payloads
-//! fully (Redis's `sanitize-dump-payload yes`): a damaged one is refused
-//! with an error instead of being stored.
+//! fully, whatever `sanitize-dump-payload` says: a damaged one is refused
+//! with an error instead of being stored. The one difference the setting
+//! makes is where Redis itself would skip the deep check (`no`, or
+//! `clients` for the master's and the AOF's RESTOREs) and store a blob
+//! whose frame looks sound: Redis would crash later on such a value, and
+//! Vireo instead keeps what is sound in it (the entries of a listpack up to
+//! the damage, a stream's sound nodes; `LoadOptions::salvage`).
 
 use crate::exec::notify::class as ev;
 use std::time::Duration;
@@ -385,6 +390,22 @@ fn restore_opts(ctx: &mut Ctx<'_>, args: Args<'_>) -> Option<RestoreOpts> {
 /// unless ABSTTL, 0 for none; a TTL already in the past only deletes the
 /// old key (with REPLACE). IDLETIME applies under a non-LFU
 /// `maxmemory-policy`, FREQ under an LFU one, as in Redis.
+/// Whether Redis would check this RESTORE's payload only shallowly:
+/// `sanitize-dump-payload no`, or `clients` for a command that does not
+/// come from a client (the master link, the AOF).
+fn shallow_sanitization(ctx: &Ctx<'_>) -> bool {
+    match ctx
+        .server
+        .config
+        .get_one("sanitize-dump-payload")
+        .as_deref()
+    {
+        Some("no") => true,
+        Some("clients") => ctx.session.from_master || ctx.session.replaying,
+        _ => false,
+    }
+}
+
 fn restore(ctx: &mut Ctx<'_>, args: Args<'_>) {
     let Some(o) = restore_opts(ctx, args) else {
         return;
@@ -399,7 +420,11 @@ fn restore(ctx: &mut Ctx<'_>, args: Args<'_>) {
     if ttl < 0 {
         return ctx.out.error("ERR Invalid TTL value, must be >= 0");
     }
-    let value = match restore_payload(args.get(3), &ctx.server.config.rdb_load_options()) {
+    let opts = vireo_store::rdb::LoadOptions {
+        salvage: shallow_sanitization(ctx),
+        ..ctx.server.config.rdb_load_options()
+    };
+    let value = match restore_payload(args.get(3), &opts) {
         Ok(v) => v,
         Err(PayloadError::VersionOrChecksum) => {
             return ctx

@@ -25,6 +25,8 @@ pub mod hll;
 pub mod info;
 pub mod keys;
 pub mod list;
+pub mod lolwut;
+pub mod module;
 pub mod multi;
 pub mod pubsub;
 pub mod replication;
@@ -400,6 +402,8 @@ impl Table {
             info::COMMANDS,
             keys::COMMANDS,
             list::COMMANDS,
+            lolwut::COMMANDS,
+            module::COMMANDS,
             multi::COMMANDS,
             pubsub::COMMANDS,
             script::COMMANDS,

@@ -3,7 +3,8 @@
 //! them, the size limit of unbounded replies, the SCAN family's options,
 //! client names (HELLO SETNAME, CLIENT SETNAME), the propagated form of
 //! pops (LMPOP, ZMPOP and the blocking pops), and storing a computed sorted
-//! set (ZRANGESTORE, ZUNIONSTORE and the like, GEORADIUS ... STORE). Families import each
+//! set (ZRANGESTORE, ZUNIONSTORE and the like, GEORADIUS ... STORE), and
+//! the gate of protected commands (DEBUG, MODULE). Families import each
 //! other only through here and the command table.
 
 use std::sync::atomic::Ordering;
@@ -16,6 +17,7 @@ use vireo_store::Value;
 
 use super::{errors, is, text, Ctx};
 use crate::exec::notify::class as ev;
+use crate::net::client::cflags;
 use crate::net::session::Session;
 
 /// Replies a container's HELP text: the usage line, `lines`, then the HELP
@@ -219,6 +221,32 @@ pub fn pop_effect(pop: Pop, key: &[u8], n: usize) -> Vec<Vec<u8>> {
         cmd.push(itoa::Buffer::new().format(n).as_bytes().to_vec());
     }
     cmd
+}
+
+/// Whether a protected command (DEBUG, MODULE LOAD …) may run for this
+/// client under its `enable-*-command` setting: `yes`, `local` (loopback
+/// and Unix-socket clients only) or `no` (Redis's `allowProtectedAction`).
+pub fn protected_allowed(ctx: &Ctx<'_>, setting: &str) -> bool {
+    match setting {
+        "yes" => true,
+        "local" => is_local_client(ctx),
+        _ => false,
+    }
+}
+
+/// A Unix-socket client, or one connected from a loopback address (Redis's
+/// `islocalClient`).
+pub fn is_local_client(ctx: &Ctx<'_>) -> bool {
+    let shared = &ctx.session.shared;
+    if shared.flags.load(Ordering::Relaxed) & cflags::UNIX != 0 {
+        return true;
+    }
+    let host = shared
+        .addr
+        .rsplit_once(':')
+        .map_or(&shared.addr[..], |(h, _)| h);
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host == "127.0.0.1" || host == "::1" || host.starts_with("::ffff:127.0.0.1")
 }
 
 #[cfg(test)]

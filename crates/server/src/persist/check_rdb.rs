@@ -25,6 +25,13 @@ pub fn main(args: &[String]) -> i32 {
         return 1;
     };
     crate::init_sql();
+    report(path)
+}
+
+/// Checks the RDB file at `path`, printing the report to standard output
+/// (also what start-up prints when the dump it loads is damaged); returns
+/// the exit status.
+pub fn report(path: &str) -> i32 {
     println!("[offset 0] Checking RDB file {path}");
     let file = match File::open(path) {
         Ok(f) => f,

@@ -702,6 +702,8 @@ impl<R: Read> Read for CountingReader<R> {
 pub struct LoadStats {
     pub loaded: u64,
     pub expired: u64,
+    /// Keys left out because their value was empty (Redis skips them).
+    pub empty_skipped: u64,
     /// `repl-id`, `repl-offset` and `repl-stream-db`, when all three are
     /// there and valid.
     pub repl: Option<SaveInfo>,
@@ -757,7 +759,7 @@ pub fn load_stream_merging(
     reader: impl Read,
     replace_functions: bool,
 ) -> Result<(LoadStats, u64), String> {
-    load_items(server, reader, replace_functions, None, None)
+    load_items(server, reader, replace_functions, None, None).map_err(|e| e.to_string())
 }
 
 /// Where a replica's `repl-diskless-load swapdb` load puts what it reads
@@ -777,7 +779,24 @@ pub fn load_stream_staged(
     reader: impl Read,
     staging: &mut Staging<'_>,
 ) -> Result<(LoadStats, u64), String> {
-    load_items(server, reader, false, None, Some(staging))
+    load_items(server, reader, false, None, Some(staging)).map_err(|e| e.to_string())
+}
+
+/// Why loading a dump stopped.
+enum LoadFailure {
+    /// The loader could not read the data: damaged, cut short, or not RDB.
+    Rdb(vireo_store::rdb::RdbError),
+    /// Something else (a function library that does not load).
+    Other(String),
+}
+
+impl std::fmt::Display for LoadFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoadFailure::Rdb(e) => e.fmt(f),
+            LoadFailure::Other(m) => f.write_str(m),
+        }
+    }
 }
 
 /// Start-up's restoring of the history a dump recorded (Redis's
@@ -821,21 +840,22 @@ fn load_items(
     replace_functions: bool,
     mut restore: Option<&mut Restore>,
     mut staging: Option<&mut Staging<'_>>,
-) -> Result<(LoadStats, u64), String> {
+) -> Result<(LoadStats, u64), LoadFailure> {
     let state = &server.rdb;
     let reader = CountingReader {
         inner: io::BufReader::with_capacity(1 << 20, reader),
         count: state.loading_loaded_bytes.clone(),
     };
-    let mut loader = Loader::with_options(reader, server.config.rdb_load_options())
-        .map_err(|e| e.to_string())?;
+    let mut loader =
+        Loader::with_options(reader, server.config.rdb_load_options()).map_err(LoadFailure::Rdb)?;
     let mut stats = LoadStats::default();
     let mut repl_aux = ReplAux::default();
     let now = now_ms();
     let keep_expired = server.repl.is_replica();
     let delay = KeyLoadDelay::configured(server);
     let target = staging.as_ref().map_or(&server.keyspace, |s| s.keyspace);
-    while let Some(item) = loader.next().map_err(|e| e.to_string())? {
+    while let Some(item) = loader.next().map_err(LoadFailure::Rdb)? {
+        log_empty_keys(&loader, &mut stats.empty_skipped);
         match item {
             Item::Aux { key, value } => {
                 log_aux(&key, &value);
@@ -865,12 +885,13 @@ fn load_items(
                 Some(staging) => staging.functions.push(code),
                 None => {
                     crate::exec::script::function_load_persisted(server, &code, replace_functions)
-                        .map_err(|e| format!("Failed loading library: {e}"))?;
+                        .map_err(|e| LoadFailure::Other(format!("Failed loading library: {e}")))?;
                 }
             },
             Item::ResizeDb { .. } | Item::ModuleAux { .. } => {}
         }
     }
+    log_empty_keys(&loader, &mut stats.empty_skipped);
     if let Some(r) = restore {
         r.begin(server, &repl_aux);
     }
@@ -899,6 +920,58 @@ impl KeyLoadDelay {
             std::thread::sleep(Duration::from_micros(micros));
         }
     }
+}
+
+/// Logs the keys the loader skipped as empty since the last call (it
+/// names the first ten, as Redis logs ten), and counts them all.
+fn log_empty_keys<R: Read>(loader: &Loader<R>, counted: &mut u64) {
+    let named = loader.empty_key_names();
+    for key in named.iter().skip(*counted as usize) {
+        let key = String::from_utf8_lossy(key);
+        tracing::warn!("rdbLoadObject skipping empty key: {key}");
+    }
+    *counted = loader.empty_keys_skipped();
+}
+
+/// Logs the end of a load as Redis does: a warning when empty keys were
+/// left out.
+fn log_load_done(stats: &LoadStats) {
+    let (loaded, expired, empty) = (stats.loaded, stats.expired, stats.empty_skipped);
+    if empty > 0 {
+        tracing::warn!(
+            "Done loading RDB, keys loaded: {loaded}, keys expired: {expired}, empty keys skipped: {empty}."
+        );
+    } else {
+        tracing::info!("Done loading RDB, keys loaded: {loaded}, keys expired: {expired}.");
+    }
+}
+
+/// Start-up found the dump damaged: logs what failed as Redis's loader
+/// words it, prints the file checker's report (Redis runs
+/// redis-check-rdb on the file at this point) and returns the fatal line.
+/// Other failures (not RDB at all, I/O) keep their own message.
+fn report_damaged_dump(path: &Path, e: &vireo_store::rdb::RdbError) -> Option<String> {
+    use vireo_store::rdb::ErrorKind;
+    let reason = match &e.kind {
+        ErrorKind::Corrupt(m) => m.clone(),
+        ErrorKind::ChecksumMismatch { stored, computed } => {
+            tracing::warn!(
+                "Wrong RDB checksum expected: ({stored:x}) got: ({computed:x}). Aborting now."
+            );
+            "RDB CRC error".into()
+        }
+        ErrorKind::UnexpectedEof => {
+            tracing::warn!("Short read or OOM loading DB. Unrecoverable error, aborting now.");
+            "Unexpected EOF reading RDB file".into()
+        }
+        _ => return None,
+    };
+    tracing::warn!(
+        "Internal error in RDB reading offset {}, function at rdb.c:0 -> {reason}",
+        e.offset
+    );
+    crate::persist::check_rdb::report(&path.to_string_lossy());
+    Some("Terminating server after rdb file reading failure.".into())
 }
 
 /// The function libraries as RDB records (Redis's `rdbSaveFunctions`).
@@ -954,11 +1027,7 @@ pub fn load_dump(server: &Server, merge: bool) -> Result<(), String> {
     let path = dump_path(server);
     let file = File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let (stats, _) = load_stream_merging(server, file, merge)?;
-    tracing::info!(
-        "Done loading RDB, keys loaded: {}, keys expired: {}.",
-        stats.loaded,
-        stats.expired
-    );
+    log_load_done(&stats);
     Ok(())
 }
 
@@ -1003,10 +1072,16 @@ pub fn load_at_startup(server: &Server) -> Result<(), String> {
     let result = load_items(server, file, false, Some(&mut restore), None).map(|(stats, _)| stats);
     state.loading.store(false, Ordering::Release);
     let stats = result.map_err(|e| {
-        format!(
-            "Fatal error loading the DB {}: {e}. Exiting.",
-            path.display()
-        )
+        match &e {
+            LoadFailure::Rdb(rdb_error) => report_damaged_dump(&path, rdb_error),
+            LoadFailure::Other(_) => None,
+        }
+        .unwrap_or_else(|| {
+            format!(
+                "Fatal error loading the DB {}: {e}. Exiting.",
+                path.display()
+            )
+        })
     })?;
     state
         .last_load_keys_loaded
@@ -1014,11 +1089,7 @@ pub fn load_at_startup(server: &Server) -> Result<(), String> {
     state
         .last_load_keys_expired
         .store(stats.expired, Ordering::Relaxed);
-    tracing::info!(
-        "Done loading RDB, keys loaded: {}, keys expired: {}.",
-        stats.loaded,
-        stats.expired
-    );
+    log_load_done(&stats);
     tracing::info!(
         "DB loaded from disk: {:.3} seconds",
         start.elapsed().as_secs_f64()

@@ -191,6 +191,21 @@ fn backlen_len(body: usize) -> usize {
 /// backlen matches its entry, the terminator is the last byte and the count
 /// (when known) matches.
 pub fn entries(lp: &[u8]) -> Result<Vec<Packed<'_>>, String> {
+    match sound_prefix(lp)? {
+        (out, None) => Ok(out),
+        (_, Some(damage)) => Err(damage),
+    }
+}
+
+/// The entries of a listpack whose frame passes Redis's shallow check
+/// (size in the header, terminator last), up to the first one that does
+/// not decode, with what was wrong past them (None when every entry and
+/// the count are sound). Err when the frame itself is damaged.
+///
+/// This is what a payload restored with `sanitize-dump-payload no` keeps:
+/// Redis would store such a blob as it is and crash when it reaches the
+/// damage; Vireo keeps the sound entries before it.
+pub fn sound_prefix(lp: &[u8]) -> Result<(Vec<Packed<'_>>, Option<String>), String> {
     if lp.len() < HEADER + 1 {
         return Err("listpack shorter than its header".into());
     }
@@ -209,32 +224,44 @@ pub fn entries(lp: &[u8]) -> Result<Vec<Packed<'_>>, String> {
     let mut out = Vec::with_capacity(usize::from(count).min(4096));
     let mut p = HEADER;
     while p < end {
-        let (entry, body) = decode_entry(&lp[p..end])?;
-        let bl = backlen_len(body);
-        let back = lp
-            .get(p + body..p + body + bl)
-            .filter(|_| p + body + bl <= end)
-            .ok_or("listpack entry runs past the end")?;
-        let mut v = 0usize;
-        for &b in back {
-            v = (v << 7) | usize::from(b & 0x7f);
+        match entry_at(lp, p, end) {
+            Ok((entry, size)) => {
+                out.push(entry);
+                p += size;
+            }
+            Err(damage) => return Ok((out, Some(damage))),
         }
-        // Highest bits first and unflagged, every later byte flagged, so a
-        // reader coming from the right knows where the backlen starts.
-        let layout_ok = back[0] & 0x80 == 0 && back[1..].iter().all(|b| b & 0x80 != 0);
-        if v != body || !layout_ok {
-            return Err("listpack entry has a wrong backlen".into());
-        }
-        out.push(entry);
-        p += body + bl;
     }
     if count != COUNT_UNKNOWN && usize::from(count) != out.len() {
-        return Err(format!(
+        let damage = format!(
             "listpack header counts {count} entries, found {}",
             out.len()
-        ));
+        );
+        return Ok((out, Some(damage)));
     }
-    Ok(out)
+    Ok((out, None))
+}
+
+/// Decodes and checks the entry at `p` (before the terminator at `end`);
+/// returns it with its whole size, backlen included.
+fn entry_at(lp: &[u8], p: usize, end: usize) -> Result<(Packed<'_>, usize), String> {
+    let (entry, body) = decode_entry(&lp[p..end])?;
+    let bl = backlen_len(body);
+    let back = lp
+        .get(p + body..p + body + bl)
+        .filter(|_| p + body + bl <= end)
+        .ok_or("listpack entry runs past the end")?;
+    let mut v = 0usize;
+    for &b in back {
+        v = (v << 7) | usize::from(b & 0x7f);
+    }
+    // Highest bits first and unflagged, every later byte flagged, so a
+    // reader coming from the right knows where the backlen starts.
+    let layout_ok = back[0] & 0x80 == 0 && back[1..].iter().all(|b| b & 0x80 != 0);
+    if v != body || !layout_ok {
+        return Err("listpack entry has a wrong backlen".into());
+    }
+    Ok((entry, body + bl))
 }
 
 /// Decodes the entry at the start of `b` (which excludes the terminator);

@@ -51,6 +51,12 @@ pub struct LoadOptions {
     /// counters (FREQ); otherwise its idle times (IDLE), as Redis's
     /// `objectSetLRUOrLFU` (an entry keeps one or the other).
     pub lfu: bool,
+    /// Redis's `sanitize-dump-payload no`, for RESTORE: a listpack whose
+    /// frame passes Redis's shallow check keeps its entries up to the
+    /// first damaged one, and a stream leaves out such a node, where the
+    /// payload would otherwise be refused. (Redis stores these blobs as
+    /// they are and crashes when a command reaches the damage.)
+    pub salvage: bool,
 }
 
 impl Default for LoadOptions {
@@ -64,6 +70,7 @@ impl Default for LoadOptions {
             verify_checksum: true,
             skip_payload_checksum: false,
             lfu: false,
+            salvage: false,
         }
     }
 }
@@ -110,6 +117,9 @@ pub enum Item {
         module: String,
     },
 }
+
+/// How many skipped empty keys a [`Loader`] keeps the names of.
+const EMPTY_KEYS_NAMED: usize = 10;
 
 /// A buffered reader that tracks the offset and checksums what it consumes.
 pub(super) struct Src<R> {
@@ -296,6 +306,8 @@ pub struct Loader<R> {
     done: bool,
     /// Keys skipped because their value was empty (Redis skips them too).
     empty_keys: u64,
+    /// The first [`EMPTY_KEYS_NAMED`] of those keys.
+    empty_key_names: Vec<Vec<u8>>,
     /// The checksum stored after the EOF opcode, once read.
     stored_checksum: Option<u64>,
 }
@@ -339,6 +351,7 @@ impl<R: Read> Loader<R> {
             db: 0,
             done: false,
             empty_keys: 0,
+            empty_key_names: Vec::new(),
             stored_checksum: None,
         })
     }
@@ -363,6 +376,12 @@ impl<R: Read> Loader<R> {
     /// Keys skipped so far because their value was empty.
     pub fn empty_keys_skipped(&self) -> u64 {
         self.empty_keys
+    }
+
+    /// The names of the first skipped empty keys (at most ten: Redis logs
+    /// that many, then only counts).
+    pub fn empty_key_names(&self) -> &[Vec<u8>] {
+        &self.empty_key_names
     }
 
     /// The next item, or None after the EOF opcode (whose checksum has then
@@ -452,6 +471,9 @@ impl<R: Read> Loader<R> {
                     let key = key.take().unwrap_or_default();
                     let Some(value) = value else {
                         self.empty_keys += 1;
+                        if self.empty_key_names.len() < EMPTY_KEYS_NAMED {
+                            self.empty_key_names.push(key);
+                        }
                         expire = None;
                         idle = None;
                         freq = None;
@@ -544,7 +566,7 @@ pub fn restore_payload(payload: &[u8], opts: &LoadOptions) -> Result<Value, Payl
 pub fn restore_stream_payload(payload: &[u8]) -> Result<Stream, PayloadError> {
     read_payload(payload, true, |src, ty| match ty {
         rtype::STREAM_LISTPACKS | rtype::STREAM_LISTPACKS_2 | rtype::STREAM_LISTPACKS_3 => {
-            read_stream(src, ty)
+            read_stream(src, ty, false)
         }
         _ => corrupt(format!("RDB type {ty} is not a stream")),
     })
@@ -632,7 +654,7 @@ fn read_value<R: Read>(src: &mut Src<R>, ty: u8, o: &LoadOptions) -> Res<Option<
             let mut s = Set::new();
             for _ in 0..n {
                 if !s.insert(&src.string()?, o.set_max_intset_entries) {
-                    return corrupt("duplicate set members detected");
+                    return corrupt("Duplicate set members detected");
                 }
             }
             Value::Set(s)
@@ -650,7 +672,7 @@ fn read_value<R: Read>(src: &mut Src<R>, ty: u8, o: &LoadOptions) -> Res<Option<
                 };
                 entries.push((m, score));
             }
-            build_zset(entries, o.zset)?
+            build_zset(entries, o.zset).or_else(corrupt)?
         }
         rtype::HASH => {
             let n = src.count()?;
@@ -669,7 +691,7 @@ fn read_value<R: Read>(src: &mut Src<R>, ty: u8, o: &LoadOptions) -> Res<Option<
                 let f = src.string()?;
                 let v = src.string()?;
                 if !h.set(&f, &v, limits) {
-                    return corrupt("duplicate hash fields detected");
+                    return corrupt("Duplicate hash fields detected");
                 }
             }
             Value::Hash(h)
@@ -677,14 +699,19 @@ fn read_value<R: Read>(src: &mut Src<R>, ty: u8, o: &LoadOptions) -> Res<Option<
         rtype::HASH_ZIPMAP => {
             let blob = src.string()?;
             let pairs = zipmap::pairs(&blob).or_else(integrity("Zipmap"))?;
-            build_hash(pairs.into_iter(), o.hash)?
+            build_hash(pairs.into_iter(), o.hash).or_else(|field| {
+                corrupt(format!(
+                    "Hash zipmap with dup elements, or big length ({})",
+                    field.len()
+                ))
+            })?
         }
         rtype::LIST_ZIPLIST => {
             let blob = src.string()?;
             let mut l = List::new(o.list_fill);
             push_all(
                 &mut l,
-                &ziplist::entries(&blob).or_else(integrity("List ziplist"))?,
+                &ziplist::entries(&blob).or_else(integrity("Ziplist"))?,
             );
             Value::List(l)
         }
@@ -698,13 +725,15 @@ fn read_value<R: Read>(src: &mut Src<R>, ty: u8, o: &LoadOptions) -> Res<Option<
         }
         rtype::ZSET_ZIPLIST | rtype::ZSET_LISTPACK => {
             let blob = src.string()?;
-            let items = if ty == rtype::ZSET_ZIPLIST {
-                ziplist::entries(&blob).or_else(integrity("Zset ziplist"))
+            let (blob_name, items) = if ty == rtype::ZSET_ZIPLIST {
+                let name = "Zset ziplist";
+                (name, ziplist::entries(&blob).or_else(integrity(name))?)
             } else {
-                listpack::entries(&blob).or_else(integrity("Zset listpack"))
-            }?;
+                let name = "Zset listpack";
+                (name, packed_pairs(&blob, name, o.salvage)?)
+            };
             if items.len() % 2 != 0 {
-                return corrupt("sorted set blob has an odd number of entries");
+                return integrity(blob_name)("an odd number of entries".into());
             }
             let mut entries = Vec::with_capacity(items.len() / 2);
             for pair in items.chunks_exact(2) {
@@ -712,7 +741,7 @@ fn read_value<R: Read>(src: &mut Src<R>, ty: u8, o: &LoadOptions) -> Res<Option<
                     Packed::Int(v) => v as f64,
                     Packed::Str(s) => match parse_f64(s) {
                         Some(f) => f,
-                        None => return corrupt("invalid sorted set score"),
+                        None => return integrity(blob_name)("a score that is not a number".into()),
                     },
                 };
                 entries.push((pair[0].to_vec(), score));
@@ -722,17 +751,19 @@ fn read_value<R: Read>(src: &mut Src<R>, ty: u8, o: &LoadOptions) -> Res<Option<
                 max_value: usize::MAX,
                 ..o.zset
             };
-            build_zset(entries, limits)?
+            build_zset(entries, limits).or_else(integrity(blob_name))?
         }
         rtype::HASH_ZIPLIST | rtype::HASH_LISTPACK => {
             let blob = src.string()?;
-            let items = if ty == rtype::HASH_ZIPLIST {
-                ziplist::entries(&blob).or_else(integrity("Hash ziplist"))
+            let (blob_name, items) = if ty == rtype::HASH_ZIPLIST {
+                let name = "Hash ziplist";
+                (name, ziplist::entries(&blob).or_else(integrity(name))?)
             } else {
-                listpack::entries(&blob).or_else(integrity("Hash listpack"))
-            }?;
+                let name = "Hash listpack";
+                (name, packed_pairs(&blob, name, o.salvage)?)
+            };
             if items.len() % 2 != 0 {
-                return corrupt("hash blob has an odd number of entries");
+                return integrity(blob_name)("an odd number of entries".into());
             }
             let pairs: Vec<(Vec<u8>, Vec<u8>)> = items
                 .chunks_exact(2)
@@ -743,7 +774,8 @@ fn read_value<R: Read>(src: &mut Src<R>, ty: u8, o: &LoadOptions) -> Res<Option<
                 max_value: usize::MAX,
                 ..o.hash
             };
-            build_hash(pairs.iter().map(|(f, v)| (&f[..], &v[..])), limits)?
+            build_hash(pairs.iter().map(|(f, v)| (&f[..], &v[..])), limits)
+                .or_else(|_| integrity(blob_name)("duplicate hash fields".into()))?
         }
         rtype::LIST_QUICKLIST | rtype::LIST_QUICKLIST_2 => {
             let nodes = src.count()?;
@@ -754,24 +786,27 @@ fn read_value<R: Read>(src: &mut Src<R>, ty: u8, o: &LoadOptions) -> Res<Option<
                 } else {
                     2
                 };
+                if container != 1 && container != 2 {
+                    return integrity("Quicklist")(format!("unknown node container {container}"));
+                }
                 let blob = src.string()?;
+                if blob.is_empty() {
+                    // Redis refuses an empty node without naming it.
+                    return corrupt("an empty quicklist node");
+                }
                 match container {
                     1 => l.push(End::Right, &blob),
-                    2 if ty == rtype::LIST_QUICKLIST => push_all(
+                    _ if ty == rtype::LIST_QUICKLIST => push_all(
                         &mut l,
-                        &ziplist::entries(&blob).or_else(integrity("Quicklist"))?,
+                        &ziplist::entries(&blob).or_else(integrity("Ziplist"))?,
                     ),
-                    2 => push_all(
-                        &mut l,
-                        &listpack::entries(&blob).or_else(integrity("Listpack"))?,
-                    ),
-                    c => return corrupt(format!("unknown quicklist node container {c}")),
+                    _ => push_all(&mut l, &packed_items(&blob, "Listpack", o.salvage)?),
                 }
             }
             Value::List(l)
         }
         rtype::STREAM_LISTPACKS | rtype::STREAM_LISTPACKS_2 | rtype::STREAM_LISTPACKS_3 => {
-            Value::Stream(Box::new(read_stream(src, ty)?))
+            Value::Stream(Box::new(read_stream(src, ty, o.salvage)?))
         }
         rtype::MODULE_2 => Value::Module(read_module(src)?),
         rtype::MODULE => {
@@ -827,30 +862,53 @@ fn push_all(l: &mut List, items: &[Packed<'_>]) {
     }
 }
 
-/// Builds a hash from pairs, refusing duplicate fields.
+/// A listpack's entries (its blob named `name` in errors, as Redis names
+/// it). With `salvage`, a sound frame keeps the entries before the first
+/// damaged one ([`listpack::sound_prefix`]).
+fn packed_items<'a>(blob: &'a [u8], name: &'static str, salvage: bool) -> Res<Vec<Packed<'a>>> {
+    if !salvage {
+        return listpack::entries(blob).or_else(integrity(name));
+    }
+    let (items, _damage) = listpack::sound_prefix(blob).or_else(integrity(name))?;
+    Ok(items)
+}
+
+/// [`packed_items`] for a blob of (field, value) pairs: a salvaged prefix
+/// keeps whole pairs only.
+fn packed_pairs<'a>(blob: &'a [u8], name: &'static str, salvage: bool) -> Res<Vec<Packed<'a>>> {
+    let mut items = packed_items(blob, name, salvage)?;
+    if salvage {
+        items.truncate(items.len() & !1);
+    }
+    Ok(items)
+}
+
+/// Builds a hash from pairs; Err is the first duplicate field.
 fn build_hash<'a>(
     pairs: impl Iterator<Item = (&'a [u8], &'a [u8])>,
     limits: HashLimits,
-) -> Res<Value> {
+) -> Result<Value, Vec<u8>> {
     let mut h = Hash::new();
     for (f, v) in pairs {
         if !h.set(f, v, limits) {
-            return corrupt("duplicate hash fields detected");
+            return Err(f.to_vec());
         }
     }
     Ok(Value::Hash(h))
 }
 
-/// Builds a sorted set from (member, score) pairs, refusing NaN scores and
-/// duplicate members, in the encoding `limits` give its size.
-fn build_zset(entries: Vec<(Vec<u8>, f64)>, limits: zset::Limits) -> Res<Value> {
+/// Builds a sorted set from (member, score) pairs in the encoding `limits`
+/// give its size; Err names a NaN score or a duplicate member (Redis's
+/// messages for a plain sorted set's; a packed one's are an integrity
+/// failure of its blob).
+fn build_zset(entries: Vec<(Vec<u8>, f64)>, limits: zset::Limits) -> Result<Value, String> {
     if entries.iter().any(|(_, s)| s.is_nan()) {
-        return corrupt("sorted set with a NaN score");
+        return Err("Zset with NAN score detected".into());
     }
     let mut names: Vec<&[u8]> = entries.iter().map(|(m, _)| &m[..]).collect();
     names.sort_unstable();
     if names.windows(2).any(|w| w[0] == w[1]) {
-        return corrupt("duplicate sorted set members detected");
+        return Err("Duplicate zset fields detected".into());
     }
     Ok(Value::ZSet(ZSet::from_entries(entries, limits)))
 }

@@ -147,7 +147,7 @@ impl fmt::Display for ErrorKind {
             ErrorKind::UnsupportedVersion(v) => write!(f, "can't handle RDB format version {v}"),
             ErrorKind::ChecksumMismatch { stored, computed } => write!(
                 f,
-                "checksum mismatch (stored {stored:016x}, computed {computed:016x})"
+                "RDB CRC error: checksum mismatch (stored {stored:016x}, computed {computed:016x})"
             ),
             ErrorKind::Unsupported(m) | ErrorKind::Corrupt(m) => f.write_str(m),
         }

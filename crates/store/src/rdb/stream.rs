@@ -34,6 +34,7 @@ use vireo_resp::number::parse_i64;
 use super::encode::{write_len, write_string};
 use super::listpack::{self, Builder};
 use super::load::{corrupt, Res, Src};
+use super::ErrorKind;
 use super::{rtype, Packed};
 use crate::stream::{Node, Stream, StreamId, FLAG_DELETED, FLAG_SAME_FIELDS};
 
@@ -113,10 +114,13 @@ pub(super) fn node_listpack(master: StreamId, node: &Node) -> Vec<u8> {
     lp.finish()
 }
 
-/// Reads a stream payload of RDB type `ty` (15, 19 or 21).
-pub(super) fn read_stream<R: Read>(src: &mut Src<R>, ty: u8) -> Res<Stream> {
+/// Reads a stream payload of RDB type `ty` (15, 19 or 21). With
+/// `salvage` (`sanitize-dump-payload no`), a node whose listpack frame is
+/// sound but whose entries are not is left out, and the stream's length
+/// and first ID follow the nodes kept, rather than the payload refused.
+pub(super) fn read_stream<R: Read>(src: &mut Src<R>, ty: u8, salvage: bool) -> Res<Stream> {
     let mut s = Stream::new();
-    read_nodes(src, &mut s)?;
+    let dropped = read_nodes(src, &mut s, salvage)?;
     s.meta.length = src.len()?;
     s.meta.last_id = read_id(src)?;
     if ty == rtype::STREAM_LISTPACKS {
@@ -130,6 +134,10 @@ pub(super) fn read_stream<R: Read>(src: &mut Src<R>, ty: u8) -> Res<Stream> {
         s.meta.entries_added = src.len()?;
     }
     let live: u64 = s.nodes.values().map(Node::live).sum();
+    if dropped {
+        s.meta.length = live;
+        s.meta.first_id = s.first_edge_id(false);
+    }
     if live != s.meta.length {
         return corrupt(format!(
             "stream length {} but its nodes hold {live} entries",
@@ -150,8 +158,10 @@ pub(super) fn read_stream<R: Read>(src: &mut Src<R>, ty: u8) -> Res<Stream> {
     Ok(s)
 }
 
-/// Reads the nodes, checking their IDs are in order.
-fn read_nodes<R: Read>(src: &mut Src<R>, s: &mut Stream) -> Res<()> {
+/// Reads the nodes, checking their IDs are in order; true when `salvage`
+/// left a damaged one out.
+fn read_nodes<R: Read>(src: &mut Src<R>, s: &mut Stream, salvage: bool) -> Res<bool> {
+    let mut dropped = false;
     let nodes = src.len()?;
     for _ in 0..nodes {
         let key = src.string()?;
@@ -166,10 +176,30 @@ fn read_nodes<R: Read>(src: &mut Src<R>, s: &mut Stream) -> Res<()> {
             return corrupt("stream nodes out of order");
         }
         let blob = src.string()?;
-        let node = node_from_listpack(master, &blob)?;
-        s.nodes.insert(master, node);
+        match node_from_listpack(master, &blob) {
+            Ok(node) => {
+                s.nodes.insert(master, node);
+            }
+            Err(NodeDamage::Entries(_)) if salvage => dropped = true,
+            Err(NodeDamage::Frame(e) | NodeDamage::Entries(e)) => return Err(e),
+        }
     }
-    Ok(())
+    Ok(dropped)
+}
+
+/// What is wrong with a node's listpack: its frame, which Redis checks
+/// even with `sanitize-dump-payload no` (size, terminator, a first
+/// entry), or only what lies inside it.
+enum NodeDamage {
+    Frame(ErrorKind),
+    Entries(ErrorKind),
+}
+
+/// Names a problem inside a node's entries as Redis's loader does.
+fn entries_damage(why: impl std::fmt::Display) -> NodeDamage {
+    NodeDamage::Entries(ErrorKind::Corrupt(format!(
+        "Stream listpack integrity check failed. ({why})"
+    )))
 }
 
 /// Reads an ID written as two lengths.
@@ -198,7 +228,7 @@ fn read_group<R: Read>(src: &mut Src<R>, s: &mut Stream, ty: u8) -> Res<()> {
         Some(src.len()?).filter(|&n| i64::try_from(n).is_ok())
     };
     if s.create_group(&name, last_id, entries_read).is_err() {
-        return corrupt("duplicated consumer group name");
+        return corrupt("Duplicated consumer group name");
     }
     let Some(group) = s.group_mut(&name) else {
         return corrupt("consumer group vanished while loading");
@@ -209,7 +239,7 @@ fn read_group<R: Read>(src: &mut Src<R>, s: &mut Stream, ty: u8) -> Res<()> {
         let delivery_time = read_ms(src)?;
         let delivery_count = src.len()?;
         if !group.load_nack(id, delivery_time, delivery_count) {
-            return corrupt("duplicated global PEL entry loading stream consumer group");
+            return corrupt("Duplicated global PEL entry loading stream consumer group");
         }
     }
     let consumers = src.len()?;
@@ -220,7 +250,7 @@ fn read_group<R: Read>(src: &mut Src<R>, s: &mut Stream, ty: u8) -> Res<()> {
             read_ms(src)?; // active-time: Redis 7.0 has no such field
         }
         if !group.create_consumer(&cname, seen_time) {
-            return corrupt("duplicate stream consumer detected");
+            return corrupt("Duplicate stream consumer detected.");
         }
         let owned = src.len()?;
         for _ in 0..owned {
@@ -283,9 +313,35 @@ impl<'a> Elements<'a> {
 }
 
 /// Rebuilds a node from its Redis listpack, validating it.
-fn node_from_listpack(master: StreamId, blob: &[u8]) -> Res<Node> {
-    let items = listpack::entries(blob)
-        .or_else(|why| corrupt(format!("Stream listpack integrity check failed. ({why})")))?;
+fn node_from_listpack(master: StreamId, blob: &[u8]) -> Result<Node, NodeDamage> {
+    let frame = |why: String| {
+        NodeDamage::Frame(ErrorKind::Corrupt(format!(
+            "Stream listpack integrity check failed. ({why})"
+        )))
+    };
+    let (items, damage) = listpack::sound_prefix(blob).map_err(frame)?;
+    if items.is_empty() {
+        // Redis checks the first entry even in its shallow check.
+        let first = damage.unwrap_or_default();
+        if first.is_empty() {
+            return Err(NodeDamage::Frame(ErrorKind::Corrupt(
+                "Empty listpack inside stream".into(),
+            )));
+        }
+        return Err(frame(first));
+    }
+    if let Some(why) = damage {
+        return Err(entries_damage(why));
+    }
+    node_from_entries(master, items).map_err(|e| match e {
+        ErrorKind::Corrupt(why) => entries_damage(why),
+        other => NodeDamage::Entries(other),
+    })
+}
+
+/// Rebuilds a node from its listpack's entries: the master entry, then
+/// entries whose IDs, flags and counts must agree with it.
+fn node_from_entries(master: StreamId, items: Vec<Packed<'_>>) -> Res<Node> {
     let mut el = Elements {
         items: items.into_iter(),
     };
@@ -339,7 +395,7 @@ fn node_from_listpack(master: StreamId, blob: &[u8]) -> Res<Node> {
         );
     }
     if prev.is_none() {
-        return corrupt("empty listpack inside stream");
+        return corrupt("a node without entries");
     }
     if node.live() as i64 != live || node.deleted() as i64 != deleted {
         return corrupt("stream listpack: entry counts do not match the flags");

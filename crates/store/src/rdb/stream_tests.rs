@@ -5,6 +5,7 @@ use super::encode::{write_len, write_string};
 use super::stream::node_listpack;
 use super::*;
 use crate::stream::{AddId, NodeLimits, Stream, StreamId};
+use crate::value::Value;
 
 fn id(ms: u64, seq: u64) -> StreamId {
     StreamId::new(ms, seq)
@@ -328,7 +329,7 @@ fn damaged_payloads_are_refused() {
                 &lp(&[b"0", b"0", b"0", b"0"]),
                 &[0, 5, 0, 0, 0, 0, 0, 0, 0],
             ),
-            "empty listpack",
+            "a node without entries",
         ),
         (
             one_node(m, &lp(&[b"1", b"0", b"1", b"f", b"7"]), &tail),
@@ -408,7 +409,7 @@ fn damaged_groups_are_refused() {
     let cases: Vec<(Vec<u8>, &str)> = vec![
         (
             [pel(&[a, a]), consumers(&[])].concat(),
-            "duplicated global PEL",
+            "Duplicated global PEL",
         ),
         ([pel(&[a]), consumers(&[])].concat(), "without consumer"),
         (
@@ -425,7 +426,7 @@ fn damaged_groups_are_refused() {
         ),
         (
             [pel(&[]), consumers(&[(b"x", &[]), (b"x", &[])])].concat(),
-            "duplicate stream consumer",
+            "Duplicate stream consumer detected.",
         ),
     ];
     for (groups, what) in cases {
@@ -437,7 +438,7 @@ fn damaged_groups_are_refused() {
     let groups_at = body.len() - (3 + 2 + 2);
     body[groups_at - 1] = 2;
     body.extend_from_within(groups_at..);
-    assert!(load_error(&body).contains("duplicated consumer group"));
+    assert!(load_error(&body).contains("Duplicated consumer group"));
 }
 
 #[test]
@@ -476,6 +477,78 @@ fn random_damage_never_panics() {
     }
     // Mutations of counts, values and times are often still valid.
     assert!(accepted > 50, "{accepted}");
+}
+
+/// Options restoring as `sanitize-dump-payload no` does.
+fn salvaging() -> LoadOptions {
+    LoadOptions {
+        salvage: true,
+        ..LoadOptions::default()
+    }
+}
+
+#[test]
+fn salvage_leaves_out_a_node_with_damaged_entries() {
+    let s = sample();
+    let (&master, node) = s.nodes.iter().nth(1).unwrap();
+    let lp = node_listpack(master, node);
+    let mut p = payload(&s, false);
+    let at = p
+        .windows(lp.len())
+        .position(|w| w == lp)
+        .expect("node bytes");
+    // The last entry's backlen, just before the terminator: the frame
+    // stays sound, the entries do not.
+    p[at + lp.len() - 2] ^= 0x01;
+    fix_crc(&mut p);
+    let strict = restore_payload(&p, &LoadOptions::default());
+    assert!(
+        matches!(&strict, Err(PayloadError::BadData(e)) if e.to_string().contains("Stream listpack integrity check failed")),
+        "{strict:?}"
+    );
+    let Ok(Value::Stream(kept)) = restore_payload(&p, &salvaging()) else {
+        panic!("salvaged");
+    };
+    assert_eq!(kept.node_count(), s.node_count() - 1);
+    assert_eq!(kept.len(), s.len() - node.live());
+    check_consistent(&kept);
+}
+
+#[test]
+fn salvage_still_refuses_a_damaged_frame() {
+    let s = sample();
+    let (&master, node) = s.nodes.iter().next().unwrap();
+    let lp = node_listpack(master, node);
+    let mut p = payload(&s, false);
+    let at = p
+        .windows(lp.len())
+        .position(|w| w == lp)
+        .expect("node bytes");
+    // The terminator.
+    p[at + lp.len() - 1] = 0;
+    fix_crc(&mut p);
+    assert!(matches!(
+        restore_payload(&p, &salvaging()),
+        Err(PayloadError::BadData(_))
+    ));
+}
+
+#[test]
+fn random_damage_with_salvage_keeps_streams_consistent() {
+    let seeds = [payload(&sample(), false), payload(&sample(), true)];
+    let mut rng = fastrand::Rng::with_seed(0x5a1_4a6e);
+    for round in 0..4000 {
+        let mut p = seeds[round % seeds.len()].clone();
+        let body_end = p.len() - 10;
+        for _ in 0..rng.usize(1..3) {
+            let at = rng.usize(0..body_end);
+            p[at] = rng.u8(..);
+        }
+        fix_crc(&mut p);
+        if let Ok(Value::Stream(s)) = restore_payload(&p, &salvaging()) {
+            check_consistent(&s);
+        }
+    }
 }
 
 #[test]

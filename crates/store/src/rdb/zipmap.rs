@@ -53,6 +53,9 @@ pub fn pairs(zm: &[u8]) -> Result<Vec<Pair<'_>>, String> {
     if p != zm.len() {
         return Err("zipmap has bytes after its terminator".into());
     }
+    if out.is_empty() {
+        return Err("zipmap is empty".into());
+    }
     if count < BIGLEN && usize::from(count) != out.len() {
         return Err("zipmap count does not match its entries".into());
     }
@@ -84,6 +87,6 @@ mod tests {
         assert!(pairs(&[254, 1, b'a', END]).is_err()); // key without value
         assert!(pairs(&[254, 1, b'a', 1, 9, b'b', END]).is_err()); // free past end
         assert!(pairs(&[0, END, 0]).is_err()); // trailing bytes
-        assert_eq!(pairs(&[0, END]).unwrap(), vec![]);
+        assert_eq!(pairs(&[0, END]), Err("zipmap is empty".into()));
     }
 }
