@@ -85,8 +85,14 @@ fn failover_to_a_replica_swaps_the_roles_without_a_full_sync() {
         &mut o,
         &["REPLICAOF", "127.0.0.1", &target.port.to_string()],
     );
+    let target_port = target.port.to_string();
     eventually("the other replica to follow the new master", || {
-        q(&mut o, &["GET", "after"]).ok() == Some(redis::Value::BulkString(b"1".to_vec()))
+        info_field(&mut o, "master_port") == target_port
+            && info_field(&mut o, "master_link_status") == "up"
+    });
+    ok(&mut t, &["SET", "after", "2"]);
+    eventually("the other replica to get the new master's writes", || {
+        q(&mut o, &["GET", "after"]).ok() == Some(redis::Value::BulkString(b"2".to_vec()))
     });
     assert_eq!(info_field(&mut t, "sync_partial_ok"), "2");
     assert_eq!(info_field(&mut t, "sync_full"), full_before);

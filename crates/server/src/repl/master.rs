@@ -222,10 +222,7 @@ pub fn start(
         ip,
         port: conf.listening_port,
         socket,
-        out: Mutex::new(Outbox {
-            buf: pending,
-            ..Outbox::default()
-        }),
+        out: Mutex::new(Outbox::default()),
         cond: Condvar::new(),
         state: AtomicU8::new(WAIT_BGSAVE),
         ack_offset: AtomicU64::new(0),
@@ -239,7 +236,7 @@ pub fn start(
     let (s, r) = (server.clone(), replica.clone());
     let sender = std::thread::Builder::new()
         .name("vireo-repl-send".into())
-        .spawn(move || run_sender(&s, &r, kind, unread));
+        .spawn(move || run_sender(&s, &r, kind, (pending, unread)));
     if sender.is_err() {
         finish(server, &replica);
     }
@@ -247,9 +244,15 @@ pub fn start(
 
 /// The sender thread: a partial resync or a full sync, then the stream,
 /// until the link ends.
-fn run_sender(server: &Arc<Server>, r: &Arc<Replica>, kind: SyncKind, unread: Vec<u8>) {
+fn run_sender(server: &Arc<Server>, r: &Arc<Replica>, kind: SyncKind, io: (Vec<u8>, Vec<u8>)) {
+    let (pending, unread) = io;
     let name = r.name();
     tracing::info!("Replica {name} asks for synchronization");
+    // Replies to what the replica pipelined before SYNC (its REPLCONFs)
+    // come before the sync's own preamble.
+    if !pending.is_empty() && (&r.socket).write_all(&pending).is_err() {
+        r.close();
+    }
     let reader = {
         let (s, r) = (server.clone(), r.clone());
         std::thread::Builder::new()
