@@ -130,17 +130,42 @@ pub struct Pause {
     pub mode: AtomicU8,
     /// Unix ms at which the pause ends by itself.
     pub until_ms: AtomicU64,
+    /// A FAILOVER holds writes back until it ends (Redis's
+    /// `PAUSE_DURING_FAILOVER`, which CLIENT UNPAUSE does not lift).
+    failover: AtomicBool,
 }
 
 impl Pause {
     /// The pause mode in force now (expired pauses read as none).
     pub fn active(&self) -> u8 {
+        let failover = u8::from(self.failover.load(Ordering::Acquire));
         let mode = self.mode.load(Ordering::Acquire);
         if mode != 0 && now_ms() >= self.until_ms.load(Ordering::Acquire) {
             self.mode.store(0, Ordering::Release);
-            return 0;
+            return failover;
         }
-        mode
+        mode.max(failover)
+    }
+
+    /// Starts or ends the failover's write pause; expiry stops with it.
+    pub fn set_failover(&self, keyspace: &Keyspace, on: bool) {
+        self.failover.store(on, Ordering::Release);
+        let client_end = if self.mode.load(Ordering::Acquire) != 0 {
+            self.until_ms.load(Ordering::Acquire)
+        } else {
+            0
+        };
+        keyspace.pause_expiry_until(self.expiry_end(client_end));
+    }
+
+    /// Until when expiry must stop, given a CLIENT PAUSE ending at
+    /// `client_end`: forever while a failover holds writes.
+    pub fn expiry_end(&self, client_end: u64) -> u64 {
+        if self.failover.load(Ordering::Acquire) {
+            u64::MAX
+        } else {
+            client_end
+        }
     }
 }
 
@@ -415,4 +440,33 @@ fn random_run_id() -> String {
     (0..40)
         .map(|_| char::from_digit(rng.u32(..16), 16).unwrap_or('0'))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The failover's write pause is independent of CLIENT PAUSE: it
+    /// outlives an expired client pause and holds expiry until it ends.
+    #[test]
+    fn the_failover_pause_outlives_client_pauses() {
+        let pause = Pause::default();
+        let keyspace = Keyspace::new(1, 1);
+        assert_eq!(pause.active(), 0);
+        pause.set_failover(&keyspace, true);
+        assert_eq!(pause.active(), 1);
+        // A CLIENT PAUSE ALL that already ended leaves the write pause.
+        pause.mode.store(2, Ordering::Release);
+        pause.until_ms.store(1, Ordering::Release);
+        assert_eq!(pause.active(), 1);
+        assert_eq!(pause.expiry_end(0), u64::MAX);
+        // A stricter client pause in force wins while it lasts.
+        pause.mode.store(2, Ordering::Release);
+        pause.until_ms.store(u64::MAX, Ordering::Release);
+        assert_eq!(pause.active(), 2);
+        pause.mode.store(0, Ordering::Release);
+        pause.set_failover(&keyspace, false);
+        assert_eq!(pause.active(), 0);
+        assert_eq!(pause.expiry_end(42), 42);
+    }
 }

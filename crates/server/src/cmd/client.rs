@@ -353,7 +353,8 @@ fn pause(ctx: &mut Ctx<'_>, args: Args<'_>) {
     p.until_ms.store(end, Ordering::Release);
     p.mode.store(mode, Ordering::Release);
     // As in Redis, a paused server expires nothing (in either mode).
-    ctx.server.keyspace.pause_expiry_until(end);
+    let expiry_end = ctx.server.pause.expiry_end(end);
+    ctx.server.keyspace.pause_expiry_until(expiry_end);
     ctx.out.ok();
 }
 
@@ -362,7 +363,8 @@ fn unpause(ctx: &mut Ctx<'_>, _args: Args<'_>) {
     let p = &ctx.server.pause;
     p.mode.store(0, Ordering::Release);
     p.until_ms.store(0, Ordering::Release);
-    ctx.server.keyspace.pause_expiry_until(0);
+    let expiry_end = ctx.server.pause.expiry_end(0);
+    ctx.server.keyspace.pause_expiry_until(expiry_end);
     ctx.server.wake_all();
     ctx.out.ok();
 }

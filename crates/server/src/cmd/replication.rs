@@ -1,5 +1,5 @@
 //! Replication commands: SYNC, PSYNC, REPLCONF, ROLE, WAIT on the master
-//! side, REPLICAOF/SLAVEOF on the replica side. The links themselves live
+//! side, REPLICAOF/SLAVEOF on the replica side, FAILOVER between them. The links themselves live
 //! in [`crate::repl`]; these handlers check arguments, record what a
 //! replica announces, ask the worker to hand its connection over, and
 //! start or stop following a master.
@@ -60,6 +60,13 @@ pub const COMMANDS: &[CommandSpec] = &[
         KeySpec::None,
         replicaof,
     ),
+    spec(
+        "failover",
+        -1,
+        ADMIN | NOSCRIPT | STALE,
+        KeySpec::None,
+        failover,
+    ),
 ];
 
 fn sync(ctx: &mut Ctx<'_>, _args: Args<'_>) {
@@ -72,6 +79,15 @@ fn sync(ctx: &mut Ctx<'_>, _args: Args<'_>) {
 /// PSYNC replid offset: the link decides between a partial and a full
 /// resync once it owns the connection.
 fn psync(ctx: &mut Ctx<'_>, args: Args<'_>) {
+    // PSYNC replid offset FAILOVER: the master hands its role over.
+    if args.len() > 3 && is(args.get(3), "failover") {
+        let requester = ctx.session.shared.info_line();
+        let promoted =
+            crate::repl::failover::accept_failover_psync(ctx.server, args.get(1), &requester);
+        if let Err(e) = promoted {
+            return ctx.out.error(e);
+        }
+    }
     if let Some(msg) = crate::repl::sync_refusal(ctx.server) {
         return ctx.out.error(msg);
     }
@@ -87,6 +103,11 @@ fn psync(ctx: &mut Ctx<'_>, args: Args<'_>) {
 /// REPLICAOF host port | NO ONE (and its old name SLAVEOF).
 fn replicaof(ctx: &mut Ctx<'_>, args: Args<'_>) {
     let (host, port) = (args.get(1), args.get(2));
+    if ctx.server.repl.failover.is_active() {
+        return ctx
+            .out
+            .error("ERR REPLICAOF not allowed while failing over.");
+    }
     let requester = ctx.session.shared.info_line();
     if is(host, "no") && is(port, "one") {
         if crate::repl::replica::unfollow(ctx.server) {
@@ -104,6 +125,31 @@ fn replicaof(ctx: &mut Ctx<'_>, args: Args<'_>) {
     }
     tracing::info!("REPLICAOF {host}:{port} enabled (user request from '{requester}')");
     ctx.out.ok();
+}
+
+/// FAILOVER [TO host port [FORCE]] [ABORT] [TIMEOUT ms]: a coordinated
+/// failover to a replica ([`crate::repl::failover`]).
+fn failover(ctx: &mut Ctx<'_>, args: Args<'_>) {
+    use crate::repl::failover::{self, Request};
+    let started = match failover::parse(args) {
+        Err(e) => Err(e),
+        Ok(Request::Abort) => {
+            if failover::abort(ctx.server, "Failover manually aborted") {
+                Ok(())
+            } else {
+                Err("ERR No failover in progress.")
+            }
+        }
+        Ok(Request::Start {
+            target,
+            timeout_ms,
+            force,
+        }) => failover::start(&ctx.server.arc(), target, timeout_ms, force),
+    };
+    match started {
+        Ok(()) => ctx.out.ok(),
+        Err(e) => ctx.out.error(e),
+    }
 }
 
 /// REPLCONF option value...: what a replica announces before PSYNC. ACK
@@ -179,6 +225,10 @@ fn role(ctx: &mut Ctx<'_>, _args: Args<'_>) {
 /// WAIT numreplicas timeout: how many replicas acknowledged the writes made
 /// so far, waiting up to `timeout` ms (0: forever) for `numreplicas`.
 fn wait(ctx: &mut Ctx<'_>, args: Args<'_>) {
+    if ctx.server.repl.is_replica() {
+        // Its GETACK would enter a stream that must stay its master's.
+        return ctx.out.error("ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.");
+    }
     let Some(needed) = parse_i64(args.get(1)) else {
         return ctx.out.error(errors::NOT_INT);
     };

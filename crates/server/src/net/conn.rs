@@ -294,6 +294,12 @@ impl Conn {
     }
 
     /// Parses and executes every complete command in the input buffer.
+    /// Input received but not run yet (what a replica sent after SYNC or
+    /// PSYNC, handed to its link).
+    pub fn unread_input(&self) -> Vec<u8> {
+        self.input.buf[self.input.start..self.input.end].to_vec()
+    }
+
     pub fn process_input(&mut self, server: &Server) -> Result<(), Close> {
         let limits = ParseLimits {
             max_bulk_len: server.config.hot.proto_max_bulk_len.load(Ordering::Relaxed) as usize,
@@ -320,9 +326,12 @@ impl Conn {
         }
         // A killed client (CLIENT KILL, output buffer limit) runs nothing more.
         // A blocked client's input waits for its command to complete.
+        // After SYNC or PSYNC the rest of the input (a replica's pipelined
+        // REPLCONF ACK) belongs to the replication link, which takes it over.
         while !self.session.close_after_reply
             && !self.session.shared.killed.load(Ordering::Relaxed)
             && self.session.blocked.is_none()
+            && self.session.repl.handoff.is_none()
         {
             let rest = &data[consumed..];
             if rest.is_empty() {

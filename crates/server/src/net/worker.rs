@@ -543,10 +543,12 @@ impl Worker {
         let shared = conn.session.shared.clone();
         let kind = conn.session.repl.handoff.take();
         let pending = conn.out.as_bytes().to_vec();
+        let unread = conn.unread_input();
         match (kind, conn.stream.into_link()) {
             (Some(kind), Ok(socket)) => {
                 let conf = &conn.session.repl;
-                crate::repl::master::start(&self.server, socket, shared, conf, kind, pending);
+                let io = (pending, unread);
+                crate::repl::master::start(&self.server, socket, shared, conf, kind, io);
             }
             _ => {
                 self.server.clients.unaccount(&shared);

@@ -234,8 +234,9 @@ impl Replica {
     }
 }
 
-/// Takes over a connection that asked to sync: `pending` is output the
-/// worker had not written yet (replies before SYNC). Starts the link's
+/// Takes over a connection that asked to sync: `io.0` is output the
+/// worker had not written yet (replies before SYNC), `io.1` input it had
+/// not run (what the replica pipelined after SYNC). Starts the link's
 /// threads; on failure the client is dropped.
 pub fn start(
     server: &Arc<Server>,
@@ -243,8 +244,9 @@ pub fn start(
     client: Arc<ClientShared>,
     conf: &ClientRepl,
     kind: SyncKind,
-    pending: Vec<u8>,
+    io: (Vec<u8>, Vec<u8>),
 ) {
+    let (pending, unread) = io;
     let ip = conf.ip_address.clone().unwrap_or_else(|| {
         let addr = &client.addr;
         addr.rsplit_once(':')
@@ -257,10 +259,7 @@ pub fn start(
         ip,
         port: conf.listening_port,
         socket,
-        out: Mutex::new(Outbox {
-            pre: pending,
-            ..Outbox::default()
-        }),
+        out: Mutex::new(Outbox::default()),
         cond: Condvar::new(),
         state: AtomicU8::new(WAIT_BGSAVE),
         ack_offset: AtomicU64::new(0),
@@ -275,7 +274,7 @@ pub fn start(
     let (s, r) = (server.clone(), replica.clone());
     let sender = std::thread::Builder::new()
         .name("vireo-repl-send".into())
-        .spawn(move || run_sender(&s, &r, kind));
+        .spawn(move || run_sender(&s, &r, kind, (pending, unread)));
     if sender.is_err() {
         finish(server, &replica);
     }
@@ -283,14 +282,20 @@ pub fn start(
 
 /// The sender thread: a partial resync or a full sync, then the stream,
 /// until the link ends.
-fn run_sender(server: &Arc<Server>, r: &Arc<Replica>, kind: SyncKind) {
+fn run_sender(server: &Arc<Server>, r: &Arc<Replica>, kind: SyncKind, io: (Vec<u8>, Vec<u8>)) {
+    let (pending, unread) = io;
     let name = r.name();
     tracing::info!("Replica {name} asks for synchronization");
+    // Replies to what the replica pipelined before SYNC (its REPLCONFs)
+    // come before the sync's own preamble.
+    if !pending.is_empty() && (&r.socket).write_all(&pending).is_err() {
+        r.close();
+    }
     let reader = {
         let (s, r) = (server.clone(), r.clone());
         std::thread::Builder::new()
             .name("vireo-repl-read".into())
-            .spawn(move || run_reader(&s, &r))
+            .spawn(move || run_reader(&s, &r, unread))
     };
     let continued = match &kind {
         SyncKind::Psync { replid, offset } => super::try_continue(server, r, replid, *offset),
@@ -471,21 +476,13 @@ fn stream(server: &Server, r: &Replica) {
     }
 }
 
-/// The reader thread: REPLCONF ACK and GETACK answers from the replica.
-fn run_reader(server: &Server, r: &Replica) {
-    let mut buf = Vec::new();
+/// The reader thread: REPLCONF ACK and GETACK answers from the replica,
+/// starting with what it sent right after SYNC (`buf`).
+fn run_reader(server: &Server, r: &Replica, mut buf: Vec<u8>) {
     let mut chunk = [0u8; 4096];
     let mut parser = Parser::new();
     let limits = ParseLimits::default();
     'link: loop {
-        let n = match (&r.socket).read(&mut chunk) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
-        };
-        buf.extend_from_slice(&chunk[..n]);
-        r.client
-            .last_interaction_ms
-            .store(now_ms(), Ordering::Relaxed);
         loop {
             match parser.parse(&buf, &limits) {
                 Ok(Some(used)) => {
@@ -496,6 +493,14 @@ fn run_reader(server: &Server, r: &Replica) {
                 Err(_) => break 'link,
             }
         }
+        let n = match (&r.socket).read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        buf.extend_from_slice(&chunk[..n]);
+        r.client
+            .last_interaction_ms
+            .store(now_ms(), Ordering::Relaxed);
     }
     r.close();
     super::forget_closed(server);

@@ -29,6 +29,7 @@
 //! dropped link, and its siblings with it once it is promoted.
 
 pub mod buffer;
+pub mod failover;
 pub mod master;
 pub mod replica;
 mod swapdb;
@@ -81,6 +82,8 @@ pub struct Repl {
     /// (`repl-stream-db`): a master link continuing that history starts
     /// in it.
     restored_stream_db: std::sync::atomic::AtomicUsize,
+    /// FAILOVER's state (`master_failover_state`).
+    pub failover: failover::Failover,
 }
 
 /// The replication aux fields of an RDB (Redis's `rdbSaveInfo`): the
@@ -148,6 +151,7 @@ impl Default for Repl {
             apply: Mutex::new(()),
             diskless: Default::default(),
             restored_stream_db: Default::default(),
+            failover: Default::default(),
         }
     }
 }
@@ -442,7 +446,7 @@ impl Repl {
         for (i, r) in s.replicas.iter().enumerate() {
             kv(&format!("slave{i}"), r.info_line(self.offset()));
         }
-        kv("master_failover_state", "no-failover".into());
+        kv("master_failover_state", self.failover.state_name().into());
         let ids = self.ids.lock();
         kv("master_replid", ids.replid.clone());
         kv("master_replid2", ids.replid2.clone());
@@ -549,6 +553,9 @@ fn feed_from_master(server: &Server, bytes: &[u8]) {
 /// The reply a replica gets for SYNC or PSYNC when this server cannot
 /// serve one now: a replica whose own master link is down.
 pub fn sync_refusal(server: &Server) -> Option<&'static str> {
+    if server.repl.failover.is_active() {
+        return Some("NOMASTERLINK Can't SYNC while failing over");
+    }
     let link = server.repl.link()?;
     (!link.is_connected()).then_some("NOMASTERLINK Can't SYNC while not connected with my master")
 }
@@ -690,13 +697,14 @@ pub fn acked(server: &Server) {
 }
 
 /// Sends a PING down the stream if `repl-ping-replica-period` seconds went
-/// by since the last one and replicas are attached. Only a top-level
-/// master pings: a replica passes on its master's stream, pings included,
-/// and bytes of its own would put its replicas' offsets past the master's.
+/// by since the last one and replicas are attached. A replica sends none:
+/// its stream is its master's, byte for byte (its own PINGs would put its
+/// offset ahead of its master's, and its replicas could not continue with
+/// the master after a promotion).
 pub fn ping_if_due(server: &Server) {
     let period = config_u64(server, "repl-ping-replica-period").unwrap_or(10);
     let repl = &server.repl;
-    if repl.is_replica() {
+    if repl.is_replica() || repl.failover.holds_pings() {
         return;
     }
     let mut s = repl.stream.lock();

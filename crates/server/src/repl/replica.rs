@@ -441,7 +441,7 @@ fn sync_with_master(server: &Arc<Server>, link: &MasterLink) -> Result<Conn, Syn
         writer: SharedLink(stream),
     };
     handshake(server, &mut conn)?;
-    match psync(server, &mut conn)? {
+    match psync(server, link, &mut conn)? {
         Psync::Continue => {
             tracing::info!("MASTER <-> REPLICA sync: Master accepted a Partial Resynchronization.");
         }
@@ -604,7 +604,7 @@ enum Psync {
 
 /// Sends PSYNC (falling back to SYNC for a master that refuses it) and
 /// reads the answer, as Redis's `slaveTryPartialResynchronization`.
-fn psync(server: &Server, conn: &mut Conn) -> Result<Psync, SyncError> {
+fn psync(server: &Server, link: &MasterLink, conn: &mut Conn) -> Result<Psync, SyncError> {
     let repl = &server.repl;
     let cached = repl.cached_master.load(Ordering::SeqCst);
     let (replid, offset) = if cached {
@@ -615,15 +615,17 @@ fn psync(server: &Server, conn: &mut Conn) -> Result<Psync, SyncError> {
         tracing::info!("Partial resynchronization not possible (no cached master)");
         ("?".to_string(), "-1".to_string())
     };
-    send(
-        &mut conn.writer,
-        &[b"PSYNC", replid.as_bytes(), offset.as_bytes()],
-    )
-    .map_err(|e| {
-        Some(format!(
+    // A master handing its role over asks its target to take it.
+    let mut cmd: Vec<&[u8]> = vec![b"PSYNC", replid.as_bytes(), offset.as_bytes()];
+    if repl.failover.in_progress() {
+        cmd.push(b"FAILOVER");
+    }
+    if let Err(e) = send(&mut conn.writer, &cmd) {
+        super::failover::abort(server, "Write error to failover target");
+        return Err(Some(format!(
             "Unable to send PSYNC to master: -Writing to master: {e}"
-        ))
-    })?;
+        )));
+    }
     let reply = loop {
         // Newlines are keep-alives while the master prepares.
         let line = reply_line(conn)?;
@@ -631,6 +633,12 @@ fn psync(server: &Server, conn: &mut Conn) -> Result<Psync, SyncError> {
             break line;
         }
     };
+    let accepted = reply.starts_with("+FULLRESYNC") || reply.starts_with("+CONTINUE");
+    // Any other answer to PSYNC FAILOVER ends the failover, and this link.
+    super::failover::psync_answered(server, accepted);
+    if !accepted && !live(server, link) {
+        return Err(None);
+    }
     if let Some(rest) = reply.strip_prefix("+FULLRESYNC") {
         return Ok(full_resync_reply(rest));
     }
