@@ -116,10 +116,20 @@ fn every_worker_answers_busy_with_the_kill_that_applies() {
 #[test]
 fn command_waiting_for_a_held_key_answers_busy() {
     let server = busy_server();
-    // The script holds its key's shard (every shard, on its first run).
-    let spin = "redis.call('get', KEYS[1]) while true do end";
+    let mut con = server.conn();
+    // Time enough for the waiters to queue up before the script is busy.
+    q(&mut con, &["CONFIG", "SET", "busy-reply-threshold", "1000"]).unwrap();
+    let mut started = server.client().get_connection().unwrap();
+    started
+        .set_read_timeout(Some(common::REPLY_TIMEOUT))
+        .unwrap();
+    let mut pubsub = started.as_pubsub();
+    pubsub.subscribe("started").unwrap();
+    // The script holds its key's shard (every shard, on its first run),
+    // and says when it runs.
+    let spin = "redis.call('publish', 'started', 1) redis.call('get', KEYS[1]) while true do end";
     let runner = in_background(&server, &["EVAL", spin, "1", "held"]);
-    // Each waiter starts while the script may not be busy yet.
+    pubsub.get_message().unwrap();
     let waiters: Vec<_> = (0..CONNECTIONS)
         .map(|_| in_background(&server, &["SET", "held", "v"]))
         .collect();
