@@ -4,29 +4,23 @@
 //! (`script_lua.c`, `eval.c`): errors raised as tables (`{err="ERR ..."}`)
 //! where Redis uses `luaPushError`, as strings where it uses `luaL_error`.
 
-use crate::host::{HostPtr, LogLevel, ReplFlags, RunState};
-use crate::luaerr::{self, raise_table, Raise};
+use crate::host::{with_run, HostPtr, LogLevel, ReplFlags, SharedRun};
+use crate::luaerr::{self, raise_table};
 use crate::vm::VmKind;
-use crate::{convert, Reply};
 use mlua::{Lua, MultiValue, Result, Table, Value, Variadic};
-use vireo_resp::{Args, Protocol};
+use vireo_resp::Protocol;
 
 /// `redis.REDIS_VERSION`.
 pub const REDIS_VERSION: &str = "7.0.15";
 /// `redis.REDIS_VERSION_NUM` (`0x00MMmmpp`).
 pub const REDIS_VERSION_NUM: u32 = 0x00_07_00_0f;
 
-/// Builds the `redis` table of a VM of `kind`.
-pub(crate) fn redis_table(lua: &Lua, kind: VmKind) -> Result<Table> {
+/// Builds the `redis` table of a VM of `kind` whose run state is `run`
+/// (the one in its app data).
+pub(crate) fn redis_table(lua: &Lua, kind: VmKind, run: &SharedRun) -> Result<Table> {
     let t = lua.create_table()?;
-    t.raw_set(
-        "call",
-        lua.create_function(|lua, args: Variadic<Value>| redis_call(lua, &args, true))?,
-    )?;
-    t.raw_set(
-        "pcall",
-        lua.create_function(|lua, args: Variadic<Value>| redis_call(lua, &args, false))?,
-    )?;
+    t.raw_set("call", crate::call::create(lua, run, true)?)?;
+    t.raw_set("pcall", crate::call::create(lua, run, false)?)?;
     register_log(lua, &t)?;
     register_version(&t)?;
     t.raw_set("setresp", lua.create_function(setresp)?)?;
@@ -89,91 +83,9 @@ pub(crate) fn register_version(t: &Table) -> Result<()> {
 /// The running host, or a raised `<what> can only be called inside a
 /// script invocation`.
 fn running_host(lua: &Lua, what: &str) -> Result<HostPtr> {
-    lua.app_data_ref::<RunState>()
-        .and_then(|s| s.host())
-        .ok_or_else(|| {
-            raise_table(format!("{what} can only be called inside a script invocation").as_bytes())
-        })
-}
-
-/// Packs the call's arguments into the run state's scratch buffers
-/// (`luaArgsToRedisArgv`): numbers as `%.17g`, strings as they are; any
-/// other type is Redis's error.
-fn pack_args(lua: &Lua, args: &[Value]) -> Result<()> {
-    if args.is_empty() {
-        return Err(raise_table(
-            b"Please specify at least one argument for this redis lib call",
-        ));
-    }
-    let mut state = lua.app_data_mut::<RunState>().ok_or_else(|| {
-        raise_table(b"redis.call/pcall can only be called inside a script invocation")
-    })?;
-    let state = &mut *state;
-    state.arg_bytes.clear();
-    state.arg_ranges.clear();
-    for arg in args {
-        let start = state.arg_bytes.len();
-        match arg {
-            Value::Number(n) => state
-                .arg_bytes
-                .extend_from_slice(crate::numfmt::format_g(*n, 17).as_bytes()),
-            Value::Integer(i) => state.arg_bytes.extend_from_slice(i.to_string().as_bytes()),
-            Value::String(s) => state.arg_bytes.extend_from_slice(&s.as_bytes()),
-            _ => {
-                return Err(raise_table(
-                    b"Lua redis lib command arguments must be strings or integers",
-                ))
-            }
-        }
-        state.arg_ranges.push((start, state.arg_bytes.len()));
-    }
-    Ok(())
-}
-
-/// Runs `f` with the packed arguments as [`Args`].
-fn with_packed_args<R>(lua: &Lua, f: impl FnOnce(Args<'_>, Protocol) -> R) -> Option<R> {
-    let state = lua.app_data_ref::<RunState>()?;
-    Some(f(
-        Args::new(&state.arg_bytes, &state.arg_ranges),
-        state.resp,
-    ))
-}
-
-/// `redis.call` (`raise`) and `redis.pcall`.
-fn redis_call(lua: &Lua, args: &[Value], raise: bool) -> Result<Value> {
-    let host = running_host(lua, "redis.call/pcall")?;
-    if let Err(e) = pack_args(lua, args) {
-        return raise_or_return(lua, e, raise);
-    }
-    // The run state stays borrowed (shared) while the host runs the command:
-    // the host never re-enters this VM.
-    let reply = with_packed_args(lua, |args, resp| {
-        crate::ldb::log_call(lua, args);
-        host.with(|h| h.call(args, resp))
+    with_run(lua, |s| s.host()).flatten().ok_or_else(|| {
+        raise_table(format!("{what} can only be called inside a script invocation").as_bytes())
     })
-    .unwrap_or_else(|| Reply::Error(b"ERR script run state missing".to_vec()));
-    let refused = matches!(reply, Reply::Error(_)) && host.with(|h| h.last_call_refused());
-    crate::ldb::log_reply(lua, &reply, refused);
-    if let Reply::Error(text) = &reply {
-        let mut err = b"-".to_vec();
-        err.extend_from_slice(text);
-        let e = Raise::Table {
-            err: luaerr::error_table_text(&err),
-            ignore_stats: true,
-        }
-        .into_error();
-        return raise_or_return(lua, e, raise);
-    }
-    convert::reply_to_lua(lua, &reply)
-}
-
-/// `redis.call` raises its error; `redis.pcall` returns it as a value.
-fn raise_or_return(lua: &Lua, err: mlua::Error, raise: bool) -> Result<Value> {
-    if raise {
-        Err(err)
-    } else {
-        luaerr::normalize(lua, Value::Error(Box::new(err)))
-    }
 }
 
 /// `redis.sha1hex(s)`.
@@ -248,7 +160,7 @@ fn log(lua: &Lua, args: Variadic<Value>) -> Result<()> {
             line.extend_from_slice(&bytes);
         }
     }
-    if let Some(host) = lua.app_data_ref::<RunState>().and_then(|s| s.host()) {
+    if let Some(host) = with_run(lua, |s| s.host()).flatten() {
         host.with(|h| h.log(level, &line));
     }
     Ok(())
@@ -267,9 +179,7 @@ fn setresp(lua: &Lua, args: Variadic<Value>) -> Result<()> {
         3 => Protocol::Resp3,
         _ => return Err(raise_table(b"RESP version must be 2 or 3.")),
     };
-    if let Some(mut state) = lua.app_data_mut::<RunState>() {
-        state.resp = proto;
-    }
+    with_run(lua, |s| s.resp = proto);
     Ok(())
 }
 
@@ -298,8 +208,25 @@ fn set_repl(lua: &Lua, args: Variadic<Value>) -> Result<()> {
 /// `redis.acl_check_cmd(cmd, ...)`.
 fn acl_check_cmd(lua: &Lua, args: Variadic<Value>) -> Result<bool> {
     let host = running_host(lua, "redis.acl_check_cmd")?;
-    pack_args(lua, &args)?;
-    match with_packed_args(lua, |args, _| host.with(|h| h.acl_check(args))).flatten() {
+    if args.is_empty() {
+        return Err(raise_table(
+            b"Please specify at least one argument for this redis lib call",
+        ));
+    }
+    let mut packed = crate::host::ArgBuf::default();
+    for arg in args.iter() {
+        match arg {
+            Value::Number(n) => packed.push_number(*n),
+            Value::Integer(i) => packed.push_number(*i as f64),
+            Value::String(s) => packed.push_bytes(&s.as_bytes()),
+            _ => {
+                return Err(raise_table(
+                    b"Lua redis lib command arguments must be strings or integers",
+                ))
+            }
+        }
+    }
+    match host.with(|h| h.acl_check(packed.args())) {
         Some(allowed) => Ok(allowed),
         None => Err(raise_table(
             b"Invalid command passed to redis.acl_check_cmd()",
@@ -318,13 +245,11 @@ pub(crate) fn replace_math_random(lua: &Lua) -> Result<()> {
 
 /// Draws the next PRNG value, or Redis's error outside a script run.
 fn next_random(lua: &Lua) -> Result<f64> {
-    let mut state = lua.app_data_mut::<RunState>();
-    match state.as_deref_mut() {
-        Some(s) if s.running() => {
-            let max = crate::rand48::RAND48_MAX;
-            Ok(f64::from(s.rng.next() % max) / f64::from(max))
-        }
-        _ => Err(luaerr::lua_error(
+    let max = crate::rand48::RAND48_MAX;
+    let drawn = with_run(lua, |s| s.running().then(|| s.rng.next() % max)).flatten();
+    match drawn {
+        Some(r) => Ok(f64::from(r) / f64::from(max)),
+        None => Err(luaerr::lua_error(
             lua,
             "math.random can only be called inside a script invocation",
         )),
@@ -357,7 +282,7 @@ fn math_random(lua: &Lua, args: Variadic<Value>) -> Result<f64> {
 
 /// Redis's `math.randomseed(n)`.
 fn math_randomseed(lua: &Lua, args: Variadic<Value>) -> Result<()> {
-    let running = lua.app_data_ref::<RunState>().is_some_and(|s| s.running());
+    let running = with_run(lua, |s| s.running()).unwrap_or(false);
     if !running {
         return Err(luaerr::lua_error(
             lua,
@@ -365,8 +290,6 @@ fn math_randomseed(lua: &Lua, args: Variadic<Value>) -> Result<()> {
         ));
     }
     let seed = luaerr::check_int(lua, &args, 1)?;
-    if let Some(mut state) = lua.app_data_mut::<RunState>() {
-        state.rng.seed(seed);
-    }
+    with_run(lua, |s| s.rng.seed(seed));
     Ok(())
 }

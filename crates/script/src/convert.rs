@@ -1,11 +1,5 @@
-//! Conversions between command replies and Lua values, as Redis 7.0's
-//! `script_lua.c` does them.
-//!
-//! Reply to Lua (`redis.call` results): nil bulk/array → `false`, status →
-//! `{ok=}`, error → `{err=}`, integer → number, bulk → string, array → table,
-//! RESP3 map → `{map={k=v}}`, set → `{set={e=true}}`, double → `{double=}`,
-//! null → `nil`, boolean → boolean, big number → `{big_number=}`, verbatim
-//! → `{verbatim_string={format=,string=}}`.
+//! A script's result as a reply, as Redis 7.0's `script_lua.c` converts
+//! it (the other way, replies to Lua values, is `call`'s).
 //!
 //! Lua to reply (a script's return value): string → bulk, number →
 //! integer (truncated), boolean → `:1`/null (script in RESP2) or a RESP3
@@ -15,86 +9,12 @@
 //! [`REPLY_DEPTH_LIMIT`] with Redis's `reached lua stack limit` error, so a
 //! self-referencing table cannot overflow the stack.
 
-use crate::Reply;
-use mlua::{Lua, Result, Table, Value};
+use mlua::{Result, Table, Value};
 use vireo_resp::{Protocol, ReplyBuf};
 
 /// Nesting depth at which Redis's conversion runs out of Lua stack (it
 /// writes 7995 nested arrays of a self-referencing table, then the error).
 pub const REPLY_DEPTH_LIMIT: usize = 7995;
-
-/// Pushes a command reply as the Lua value Redis gives scripts.
-pub(crate) fn reply_to_lua(lua: &Lua, reply: &Reply) -> Result<Value> {
-    Ok(match reply {
-        Reply::Status(s) => field_table(lua, "ok", Value::String(lua.create_string(s)?))?,
-        Reply::Error(e) => {
-            let mut text = b"-".to_vec();
-            text.extend_from_slice(e);
-            let t = lua.create_table()?;
-            t.raw_set(
-                "err",
-                lua.create_string(crate::luaerr::error_table_text(&text))?,
-            )?;
-            t.raw_set("ignore_error_stats_update", true)?;
-            Value::Table(t)
-        }
-        Reply::Int(i) => Value::Number(*i as f64),
-        Reply::Bulk(b) => Value::String(lua.create_string(b)?),
-        Reply::NullBulk | Reply::NullArray => Value::Boolean(false),
-        Reply::Null => Value::Nil,
-        Reply::Bool(b) => Value::Boolean(*b),
-        Reply::Array(items) => {
-            let t = lua.create_table_with_capacity(items.len(), 0)?;
-            for (i, item) in items.iter().enumerate() {
-                t.raw_set(i + 1, reply_to_lua(lua, item)?)?;
-            }
-            Value::Table(t)
-        }
-        Reply::Map(pairs) => {
-            let inner = lua.create_table()?;
-            for (k, v) in pairs {
-                let key = reply_to_lua(lua, k)?;
-                let value = reply_to_lua(lua, v)?;
-                set_if_valid_key(&inner, key, value)?;
-            }
-            field_table(lua, "map", Value::Table(inner))?
-        }
-        Reply::Set(items) => {
-            let inner = lua.create_table()?;
-            for item in items {
-                set_if_valid_key(&inner, reply_to_lua(lua, item)?, Value::Boolean(true))?;
-            }
-            field_table(lua, "set", Value::Table(inner))?
-        }
-        Reply::Double(d) => field_table(lua, "double", Value::Number(*d))?,
-        Reply::BigNumber(n) => {
-            field_table(lua, "big_number", Value::String(lua.create_string(n)?))?
-        }
-        Reply::Verbatim { format, text } => {
-            let inner = lua.create_table()?;
-            inner.raw_set("string", lua.create_string(text)?)?;
-            inner.raw_set("format", lua.create_string(format)?)?;
-            field_table(lua, "verbatim_string", Value::Table(inner))?
-        }
-    })
-}
-
-/// `t[key] = value`, skipping keys Lua cannot index by (nil, NaN), which
-/// `lua_settable` would reject with an error.
-fn set_if_valid_key(t: &Table, key: Value, value: Value) -> Result<()> {
-    match key {
-        Value::Nil => Ok(()),
-        Value::Number(n) if n.is_nan() => Ok(()),
-        key => t.raw_set(key, value),
-    }
-}
-
-/// `{name=value}`.
-fn field_table(lua: &Lua, name: &str, value: Value) -> Result<Value> {
-    let t = lua.create_table_with_capacity(0, 1)?;
-    t.raw_set(name, value)?;
-    Ok(Value::Table(t))
-}
 
 /// Writes a script's return value to `out`. `script_resp` is the script's
 /// `redis.setresp` (it decides how booleans are sent).

@@ -177,7 +177,10 @@ impl EvalEngine {
         let session = crate::ldb::Ldb::new(body, channel, time_limit);
         self.vm.lua.set_app_data(session);
         self.vm.set_debug_hook(true);
+        let weak = self.vm.lua.weak();
+        crate::host::with_run(&self.vm.lua, |s| s.debugger = Some(weak));
         let result = self.run(sha, keys, args, host, out);
+        crate::host::with_run(&self.vm.lua, |s| s.debugger = None);
         self.vm.set_debug_hook(false);
         if let Some(mut session) = self.vm.lua.remove_app_data::<crate::ldb::Ldb>() {
             session.end();

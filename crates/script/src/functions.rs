@@ -10,7 +10,7 @@
 //! its own VM, so all workers hold the same libraries.
 
 use crate::eval::string_arrays;
-use crate::host::RunState;
+use crate::host::with_run;
 use crate::luaerr::{self, raise_table};
 use crate::shebang::{parse_library_header, valid_name, ScriptFlags};
 use crate::vm::{error_metatable, freeze_all, set_frozen, Vm, VmKind};
@@ -199,13 +199,9 @@ impl FunctionEngine {
             load.0 = Some(Registering::default());
         }
         let deadline = (!timeout.is_zero()).then(|| Instant::now() + timeout);
-        if let Some(mut state) = lua.app_data_mut::<RunState>() {
-            state.load_deadline = deadline;
-        }
+        with_run(lua, |s| s.load_deadline = deadline);
         let result = self.vm.run_load(&chunk, host);
-        if let Some(mut state) = lua.app_data_mut::<RunState>() {
-            state.load_deadline = None;
-        }
+        with_run(lua, |s| s.load_deadline = None);
         let registered = lua.app_data_mut::<LoadState>().and_then(|mut l| l.0.take());
         self.set_globals_index(&self.runtime_api.clone())
             .map_err(|e| e.to_string())?;

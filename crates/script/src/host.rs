@@ -8,7 +8,10 @@
 //! before returning, so Lua callbacks, which must be `'static`, can reach it.
 
 use crate::rand48::Rand48;
+use mlua::{Lua, WeakLua};
+use std::cell::RefCell;
 use std::ptr::NonNull;
+use std::rc::Rc;
 use vireo_resp::{Args, Protocol};
 
 /// `redis.log` levels (Redis's `LL_*`).
@@ -61,12 +64,14 @@ pub struct ReplFlags {
 /// The server side of a script run.
 pub trait Host {
     /// Runs one command for `redis.call`/`redis.pcall` (`args[0]` is the
-    /// command name) and returns its reply, produced in protocol `resp`
-    /// (the script's `redis.setresp`, RESP2 by default). Refusals (unknown
-    /// command, `noscript` commands, writes in read-only scripts, ACL, OOM)
-    /// are `Reply::Error` values with Redis's texts, e.g.
-    /// `ERR Unknown Redis command called from script`.
-    fn call(&mut self, args: Args<'_>, resp: Protocol) -> crate::Reply;
+    /// command name) and returns its reply as RESP bytes (exactly one
+    /// reply), produced in protocol `resp` (the script's `redis.setresp`,
+    /// RESP2 by default). Refusals (unknown command, `noscript` commands,
+    /// writes in read-only scripts, ACL, OOM) are error replies with
+    /// Redis's texts, e.g. `-ERR Unknown Redis command called from
+    /// script\r\n`. The engine turns the bytes straight into Lua values
+    /// (bytes that are not one well-formed reply become an error).
+    fn call(&mut self, args: Args<'_>, resp: Protocol) -> &[u8];
 
     /// Whether the last [`Host::call`]'s error was a refusal (the command
     /// did not run: unknown, `noscript`, ACL, read-only, OOM …) rather
@@ -97,7 +102,20 @@ pub trait Host {
 #[derive(Clone, Copy)]
 pub(crate) struct HostPtr(NonNull<dyn Host + 'static>);
 
-/// Per-VM state of the current run, kept in the Lua app data.
+/// A VM's run state, shared by its app data (where mlua callbacks find
+/// it) and the raw C functions `redis.call` and `redis.pcall` (which hold
+/// a pointer to it as an upvalue: they cannot reach the app data).
+pub(crate) type SharedRun = Rc<RefCell<RunState>>;
+
+/// Runs `f` with the run state of `lua`; `None` when the VM has none or
+/// it is borrowed already.
+pub(crate) fn with_run<R>(lua: &Lua, f: impl FnOnce(&mut RunState) -> R) -> Option<R> {
+    let shared = lua.app_data_ref::<SharedRun>()?;
+    let mut state = shared.try_borrow_mut().ok()?;
+    Some(f(&mut state))
+}
+
+/// Per-VM state of the current run.
 pub(crate) struct RunState {
     /// The host of the running script; `None` between runs.
     host: Option<HostPtr>,
@@ -109,11 +127,12 @@ pub(crate) struct RunState {
     /// `math.random`'s generator (its state carries over between runs).
     pub(crate) rng: Rand48,
     /// Scratch buffer the arguments of `redis.call` are packed into.
-    pub(crate) arg_bytes: Vec<u8>,
-    /// Ranges of each argument inside `arg_bytes`.
-    pub(crate) arg_ranges: Vec<(usize, usize)>,
+    pub(crate) args: ArgBuf,
     /// While a library loads: when its code must have finished.
     pub(crate) load_deadline: Option<std::time::Instant>,
+    /// During a SCRIPT DEBUG session: the VM, for the debugger's log of
+    /// each `redis.call` (weak: the run state lives inside the VM).
+    pub(crate) debugger: Option<WeakLua>,
 }
 
 impl Default for RunState {
@@ -123,10 +142,54 @@ impl Default for RunState {
             resp: Protocol::Resp2,
             abort: None,
             rng: Rand48::default(),
-            arg_bytes: Vec::new(),
-            arg_ranges: Vec::new(),
+            args: ArgBuf::default(),
             load_deadline: None,
+            debugger: None,
         }
+    }
+}
+
+/// A command's arguments as `redis.call` packs them (Redis's
+/// `luaArgsToRedisArgv`): one byte buffer and the range of each argument,
+/// reused from call to call.
+#[derive(Default)]
+pub(crate) struct ArgBuf {
+    /// The arguments' bytes, one after the other.
+    bytes: Vec<u8>,
+    /// Each argument's range in `bytes`.
+    ranges: Vec<(usize, usize)>,
+}
+
+impl ArgBuf {
+    /// Forgets the arguments, keeping the buffers.
+    pub(crate) fn clear(&mut self) {
+        self.bytes.clear();
+        self.ranges.clear();
+    }
+
+    /// Appends a string argument.
+    pub(crate) fn push_bytes(&mut self, bytes: &[u8]) {
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(bytes);
+        self.ranges.push((start, self.bytes.len()));
+    }
+
+    /// Appends a number argument, as C's `%.17g` prints it (integers below
+    /// 10^17 print as their digits, without the general formatter).
+    pub(crate) fn push_number(&mut self, n: f64) {
+        let start = self.bytes.len();
+        if n.fract() == 0.0 && n.abs() < 1e17 && !(n == 0.0 && n.is_sign_negative()) {
+            vireo_resp::number::write_i64(&mut self.bytes, n as i64);
+        } else {
+            self.bytes
+                .extend_from_slice(crate::numfmt::format_g(n, 17).as_bytes());
+        }
+        self.ranges.push((start, self.bytes.len()));
+    }
+
+    /// The arguments.
+    pub(crate) fn args(&self) -> Args<'_> {
+        Args::new(&self.bytes, &self.ranges)
     }
 }
 
@@ -169,8 +232,9 @@ impl RunState {
 impl HostPtr {
     /// Calls `f` with the host.
     ///
-    /// Callers must not hold a borrow of the VM's [`RunState`] (the host
-    /// never calls back into Lua, and callbacks do not nest).
+    /// Callers must not hold a borrow of the VM's [`RunState`]: the host
+    /// never calls back into Lua and callbacks do not nest, but the host's
+    /// [`Host::interrupt`] may serve other clients.
     pub(crate) fn with<R>(self, f: impl FnOnce(&mut dyn Host) -> R) -> R {
         // SAFETY: the pointer came from a live `&mut dyn Host` in
         // `RunState::begin` and is removed when the run ends; callbacks run

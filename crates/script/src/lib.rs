@@ -11,7 +11,8 @@
 //!
 //! Modules:
 //! * `vm`: VM set-up (sandbox, frozen globals) and one run;
-//! * `api`: the `redis` table; `convert`: replies ↔ Lua values;
+//! * `api`: the `redis` table; `call`: `redis.call`/`redis.pcall` as raw C
+//!   functions; `convert`: Lua values → replies;
 //! * `eval`, `functions`: the two engines; `shebang`: `#!lua` lines;
 //! * `cjson`, `cmsgpack`, `bit`, `lstruct`: the bundled libraries;
 //! * `ldb`: the Lua debugger of `SCRIPT DEBUG`;
@@ -22,6 +23,7 @@
 
 mod api;
 mod bit;
+mod call;
 mod cjson;
 mod cmsgpack;
 mod convert;

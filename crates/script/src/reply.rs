@@ -64,28 +64,114 @@ impl Reply {
     /// Parses one reply from the front of `bytes`, returning it and the
     /// number of bytes it took.
     pub fn parse(bytes: &[u8]) -> Result<(Reply, usize), ReplyParseError> {
-        let mut cursor = Cursor { bytes, pos: 0 };
-        let reply = cursor.value(0)?;
-        Ok((reply, cursor.pos))
+        let mut cursor = Cursor::new(bytes);
+        let reply = Reply::build(&mut cursor, 0)?;
+        Ok((reply, cursor.consumed()))
+    }
+
+    /// The value whose first token `cursor` reads next, at nesting `depth`.
+    fn build(cursor: &mut Cursor<'_>, depth: usize) -> Result<Reply, ReplyParseError> {
+        let items = |cursor: &mut Cursor<'_>, n: usize| {
+            (0..n)
+                .map(|_| Reply::build(cursor, depth + 1))
+                .collect::<Result<Vec<_>, _>>()
+        };
+        Ok(match cursor.token(depth)? {
+            Token::Status(s) => Reply::Status(s.to_vec()),
+            Token::Error(e) => Reply::Error(e.to_vec()),
+            Token::Int(i) => Reply::Int(i),
+            Token::Bulk(b) => Reply::Bulk(b.to_vec()),
+            Token::NullBulk => Reply::NullBulk,
+            Token::NullArray => Reply::NullArray,
+            Token::Null => Reply::Null,
+            Token::Bool(b) => Reply::Bool(b),
+            Token::Double(d) => Reply::Double(d),
+            Token::BigNumber(n) => Reply::BigNumber(n.to_vec()),
+            Token::Verbatim { format, text } => Reply::Verbatim {
+                format: format.to_vec(),
+                text: text.to_vec(),
+            },
+            Token::Array(n) => Reply::Array(items(cursor, n)?),
+            Token::Set(n) => Reply::Set(items(cursor, n)?),
+            Token::Map(n) => {
+                let mut flat = items(cursor, n.saturating_mul(2))?.into_iter();
+                let mut pairs = Vec::new();
+                while let (Some(k), Some(v)) = (flat.next(), flat.next()) {
+                    pairs.push((k, v));
+                }
+                Reply::Map(pairs)
+            }
+        })
     }
 }
 
-/// Reading position in the bytes being parsed.
-struct Cursor<'a> {
+/// One token of a reply: a whole scalar, or the header of an aggregate
+/// whose elements (a map's keys and values alternating) follow as values
+/// of their own. Slices borrow the parsed bytes, so a consumer that turns
+/// the reply straight into something else (Lua values) copies nothing
+/// twice.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Token<'a> {
+    /// `+text`.
+    Status(&'a [u8]),
+    /// `-CODE text`, without the `-`.
+    Error(&'a [u8]),
+    /// `:n`.
+    Int(i64),
+    /// `$n` and its bytes.
+    Bulk(&'a [u8]),
+    /// `$-1`.
+    NullBulk,
+    /// `*-1`.
+    NullArray,
+    /// RESP3 `_`.
+    Null,
+    /// RESP3 `#t`/`#f`.
+    Bool(bool),
+    /// RESP3 `,d`.
+    Double(f64),
+    /// RESP3 `(digits`.
+    BigNumber(&'a [u8]),
+    /// RESP3 `=n fmt:text`.
+    Verbatim {
+        /// The three-byte format.
+        format: &'a [u8],
+        /// The text after `fmt:`.
+        text: &'a [u8],
+    },
+    /// `*n`: `n` values follow.
+    Array(usize),
+    /// RESP3 `%n`: `n` key-value pairs follow.
+    Map(usize),
+    /// RESP3 `~n`: `n` values follow.
+    Set(usize),
+}
+
+/// A reader of reply tokens over RESP bytes. Declared lengths are checked
+/// against the bytes before they are trusted; nesting is bounded by
+/// [`MAX_PARSE_DEPTH`]; attributes are skipped.
+pub(crate) struct Cursor<'a> {
     /// The whole input.
     bytes: &'a [u8],
     /// Offset of the next unread byte.
     pos: usize,
 }
 
-impl Cursor<'_> {
+impl<'a> Cursor<'a> {
+    /// A cursor at the start of `bytes`.
+    pub(crate) fn new(bytes: &'a [u8]) -> Cursor<'a> {
+        Cursor { bytes, pos: 0 }
+    }
+
+    /// Bytes read so far.
+    pub(crate) fn consumed(&self) -> usize {
+        self.pos
+    }
+
     /// The line starting at `pos` (without CRLF), advancing past it.
-    fn line(&mut self) -> Result<&[u8], ReplyParseError> {
+    fn line(&mut self) -> Result<&'a [u8], ReplyParseError> {
         let rest = &self.bytes[self.pos..];
-        let end = rest
-            .windows(2)
-            .position(|w| w == b"\r\n")
-            .ok_or(ReplyParseError::Incomplete)?;
+        let end = find_crlf(rest).ok_or(ReplyParseError::Incomplete)?;
         self.pos += end + 2;
         Ok(&rest[..end])
     }
@@ -97,7 +183,7 @@ impl Cursor<'_> {
     }
 
     /// `len` bytes followed by CRLF.
-    fn payload(&mut self, len: i64) -> Result<Vec<u8>, ReplyParseError> {
+    fn payload(&mut self, len: i64) -> Result<&'a [u8], ReplyParseError> {
         let len = usize::try_from(len).map_err(|_| ReplyParseError::Invalid)?;
         let end = self.pos.checked_add(len).ok_or(ReplyParseError::Invalid)?;
         if end.saturating_add(2) > self.bytes.len() {
@@ -106,7 +192,7 @@ impl Cursor<'_> {
         if &self.bytes[end..end + 2] != b"\r\n" {
             return Err(ReplyParseError::Invalid);
         }
-        let data = self.bytes[self.pos..end].to_vec();
+        let data = &self.bytes[self.pos..end];
         self.pos = end + 2;
         Ok(data)
     }
@@ -121,17 +207,24 @@ impl Cursor<'_> {
         }
     }
 
-    /// `n` values (no pre-allocation from the declared count).
-    fn values(&mut self, n: usize, depth: usize) -> Result<Vec<Reply>, ReplyParseError> {
-        let mut items = Vec::new();
-        for _ in 0..n {
-            items.push(self.value(depth + 1)?);
-        }
-        Ok(items)
+    /// A length that may not be `-1` (maps, sets, attributes).
+    fn strict_count(&mut self) -> Result<usize, ReplyParseError> {
+        self.count()?.ok_or(ReplyParseError::Invalid)
     }
 
-    /// One value at nesting `depth`.
-    fn value(&mut self, depth: usize) -> Result<Reply, ReplyParseError> {
+    /// Reads and drops one whole value at nesting `depth`.
+    fn skip_value(&mut self, depth: usize) -> Result<(), ReplyParseError> {
+        let children = match self.token(depth)? {
+            Token::Array(n) | Token::Set(n) => n,
+            Token::Map(n) => n.saturating_mul(2),
+            _ => 0,
+        };
+        (0..children).try_for_each(|_| self.skip_value(depth + 1))
+    }
+
+    /// The next token, of a value at nesting `depth` (attributes before
+    /// it are skipped).
+    pub(crate) fn token(&mut self, depth: usize) -> Result<Token<'a>, ReplyParseError> {
         if depth > MAX_PARSE_DEPTH {
             return Err(ReplyParseError::Invalid);
         }
@@ -141,64 +234,67 @@ impl Cursor<'_> {
             .ok_or(ReplyParseError::Incomplete)?;
         self.pos += 1;
         Ok(match kind {
-            b'+' => Reply::Status(self.line()?.to_vec()),
-            b'-' => Reply::Error(self.line()?.to_vec()),
-            b':' => Reply::Int(self.int_line()?),
+            b'+' => Token::Status(self.line()?),
+            b'-' => Token::Error(self.line()?),
+            b':' => Token::Int(self.int_line()?),
             b'$' => match self.int_line()? {
-                -1 => Reply::NullBulk,
-                n => Reply::Bulk(self.payload(n)?),
+                -1 => Token::NullBulk,
+                n => Token::Bulk(self.payload(n)?),
             },
             b'*' => match self.count()? {
-                None => Reply::NullArray,
-                Some(n) => Reply::Array(self.values(n, depth)?),
+                None => Token::NullArray,
+                Some(n) => Token::Array(n),
             },
-            b'~' => {
-                let n = self.count()?.ok_or(ReplyParseError::Invalid)?;
-                Reply::Set(self.values(n, depth)?)
-            }
-            b'%' => {
-                let n = self.count()?.ok_or(ReplyParseError::Invalid)?;
-                let mut pairs = Vec::new();
-                for _ in 0..n {
-                    let key = self.value(depth + 1)?;
-                    pairs.push((key, self.value(depth + 1)?));
-                }
-                Reply::Map(pairs)
-            }
+            b'~' => Token::Set(self.strict_count()?),
+            b'%' => Token::Map(self.strict_count()?),
             b'|' => {
-                let n = self.count()?.ok_or(ReplyParseError::Invalid)?;
+                let n = self.strict_count()?;
                 for _ in 0..n.saturating_mul(2) {
-                    self.value(depth + 1)?;
+                    self.skip_value(depth + 1)?;
                 }
-                return self.value(depth);
+                return self.token(depth);
             }
             b'_' => {
                 self.line()?;
-                Reply::Null
+                Token::Null
             }
             b'#' => match self.line()? {
-                b"t" => Reply::Bool(true),
-                b"f" => Reply::Bool(false),
+                b"t" => Token::Bool(true),
+                b"f" => Token::Bool(false),
                 _ => return Err(ReplyParseError::Invalid),
             },
             b',' => {
                 let line = self.line()?;
-                Reply::Double(vireo_resp::parse_f64(line).ok_or(ReplyParseError::Invalid)?)
+                Token::Double(vireo_resp::parse_f64(line).ok_or(ReplyParseError::Invalid)?)
             }
-            b'(' => Reply::BigNumber(self.line()?.to_vec()),
+            b'(' => Token::BigNumber(self.line()?),
             b'=' => {
                 let n = self.int_line()?;
-                let mut data = self.payload(n)?;
+                let data = self.payload(n)?;
                 if data.len() < 4 || data[3] != b':' {
                     return Err(ReplyParseError::Invalid);
                 }
-                let text = data.split_off(4);
-                data.truncate(3);
-                Reply::Verbatim { format: data, text }
+                Token::Verbatim {
+                    format: &data[..3],
+                    text: &data[4..],
+                }
             }
             _ => return Err(ReplyParseError::Invalid),
         })
     }
+}
+
+/// Offset of the first `\r\n` in `bytes`.
+fn find_crlf(bytes: &[u8]) -> Option<usize> {
+    let mut from = 0;
+    while let Some(i) = bytes[from..].iter().position(|&c| c == b'\r') {
+        let at = from + i;
+        if bytes.get(at + 1) == Some(&b'\n') {
+            return Some(at);
+        }
+        from = at + 1;
+    }
+    None
 }
 
 #[cfg(test)]

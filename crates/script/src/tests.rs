@@ -32,10 +32,53 @@ pub(crate) struct FakeHost {
     pub(crate) kill_after: Option<usize>,
     /// Replication flags set.
     pub(crate) repl: Option<ReplFlags>,
+    /// What the `canned` command replies.
+    pub(crate) canned: Option<Reply>,
+    /// The bytes the `raw` command replies, as they are (malformed ones too).
+    pub(crate) raw: Vec<u8>,
+    /// The last reply, as RESP.
+    last: Vec<u8>,
 }
 
 impl Host for FakeHost {
-    fn call(&mut self, args: Args<'_>, resp: Protocol) -> Reply {
+    fn call(&mut self, args: Args<'_>, resp: Protocol) -> &[u8] {
+        if args.get(0) == b"raw" {
+            return &self.raw;
+        }
+        let reply = self.reply(args, resp);
+        self.last.clear();
+        encode(&reply, &mut self.last);
+        &self.last
+    }
+
+    fn acl_check(&mut self, args: Args<'_>) -> Option<bool> {
+        match args.get(0) {
+            b"get" | b"GET" => Some(true),
+            b"set" | b"SET" => Some(false),
+            _ => None,
+        }
+    }
+
+    fn log(&mut self, level: LogLevel, message: &[u8]) {
+        self.logs.push((level, message.to_vec()));
+    }
+
+    fn set_repl(&mut self, flags: ReplFlags) {
+        self.repl = Some(flags);
+    }
+
+    fn interrupt(&mut self) -> Interrupt {
+        self.interrupts += 1;
+        match self.kill_after {
+            Some(n) if self.interrupts >= n => Interrupt::Kill,
+            _ => Interrupt::Continue,
+        }
+    }
+}
+
+impl FakeHost {
+    /// The reply to `args`.
+    fn reply(&mut self, args: Args<'_>, resp: Protocol) -> Reply {
         let argv: Vec<Vec<u8>> = args.iter().map(<[u8]>::to_vec).collect();
         self.calls.push(argv.clone());
         let name = String::from_utf8_lossy(&argv[0]).to_ascii_lowercase();
@@ -90,31 +133,52 @@ impl Host for FakeHost {
                 }
             }
             ("echo", 2) => Reply::Bulk(argv[1].clone()),
+            ("canned", _) => self.canned.clone().unwrap_or(Reply::Null),
             _ => Reply::Error(b"ERR Unknown Redis command called from script".to_vec()),
         }
     }
+}
 
-    fn acl_check(&mut self, args: Args<'_>) -> Option<bool> {
-        match args.get(0) {
-            b"get" | b"GET" => Some(true),
-            b"set" | b"SET" => Some(false),
-            _ => None,
+/// Appends `reply` as RESP (RESP3 types as RESP3).
+pub(crate) fn encode(reply: &Reply, out: &mut Vec<u8>) {
+    let line = |out: &mut Vec<u8>, prefix: &str, body: &[u8]| {
+        out.extend_from_slice(prefix.as_bytes());
+        out.extend_from_slice(body);
+        out.extend_from_slice(b"\r\n");
+    };
+    match reply {
+        Reply::Status(s) => line(out, "+", s),
+        Reply::Error(e) => line(out, "-", e),
+        Reply::Int(i) => line(out, ":", i.to_string().as_bytes()),
+        Reply::Bulk(b) => {
+            line(out, "$", b.len().to_string().as_bytes());
+            line(out, "", b);
         }
-    }
-
-    fn log(&mut self, level: LogLevel, message: &[u8]) {
-        self.logs.push((level, message.to_vec()));
-    }
-
-    fn set_repl(&mut self, flags: ReplFlags) {
-        self.repl = Some(flags);
-    }
-
-    fn interrupt(&mut self) -> Interrupt {
-        self.interrupts += 1;
-        match self.kill_after {
-            Some(n) if self.interrupts >= n => Interrupt::Kill,
-            _ => Interrupt::Continue,
+        Reply::NullBulk => line(out, "$-1", b""),
+        Reply::NullArray => line(out, "*-1", b""),
+        Reply::Null => line(out, "_", b""),
+        Reply::Bool(b) => line(out, "#", if *b { b"t" } else { b"f" }),
+        Reply::Double(d) => line(out, ",", d.to_string().as_bytes()),
+        Reply::BigNumber(n) => line(out, "(", n),
+        Reply::Verbatim { format, text } => {
+            line(out, "=", (text.len() + 4).to_string().as_bytes());
+            line(out, "", &[&format[..], b":", text].concat());
+        }
+        Reply::Array(items) | Reply::Set(items) => {
+            let kind = if matches!(reply, Reply::Set(_)) {
+                "~"
+            } else {
+                "*"
+            };
+            line(out, kind, items.len().to_string().as_bytes());
+            items.iter().for_each(|r| encode(r, out));
+        }
+        Reply::Map(pairs) => {
+            line(out, "%", pairs.len().to_string().as_bytes());
+            for (k, v) in pairs {
+                encode(k, out);
+                encode(v, out);
+            }
         }
     }
 }

@@ -17,7 +17,7 @@
 //! function under a message handler that records where the error happened
 //! (Redis's `__redis__err__handler`), and writes the result as a reply.
 
-use crate::host::{Host, RunState};
+use crate::host::{with_run, Host, RunState, SharedRun};
 use crate::luaerr::{self, Raise, INTERNAL_CHUNK};
 use crate::{api, bit, cjson, cmsgpack, lstruct};
 use mlua::{
@@ -172,7 +172,8 @@ impl Vm {
             StdLib::TABLE | StdLib::STRING | StdLib::MATH,
             LuaOptions::default(),
         )?;
-        lua.set_app_data(RunState::default());
+        let run = SharedRun::new(RunState::default().into());
+        lua.set_app_data(run.clone());
         let globals = lua.globals();
         for name in [
             "print", "dofile", "loadfile", "getfenv", "setfenv", "newproxy", "module", "require",
@@ -184,7 +185,7 @@ impl Vm {
         globals.raw_set("struct", lstruct::open(&lua)?)?;
         globals.raw_set("cmsgpack", cmsgpack::open(&lua)?)?;
         globals.raw_set("bit", bit::open(&lua)?)?;
-        globals.raw_set("redis", api::redis_table(&lua, kind)?)?;
+        globals.raw_set("redis", api::redis_table(&lua, kind, &run)?)?;
         api::replace_math_random(&lua)?;
         let (handler, runner) = install_helpers(&lua, &globals)?;
         if kind == VmKind::Eval {
@@ -246,11 +247,7 @@ impl Vm {
     ) -> crate::RunResult {
         let _guard = RunGuard::begin(&self.lua, host);
         let result = self.call_protected(f, fn_args);
-        let script_resp = self
-            .lua
-            .app_data_ref::<RunState>()
-            .map(|s| s.resp)
-            .unwrap_or_default();
+        let script_resp = with_run(&self.lua, |s| s.resp).unwrap_or_default();
         match result {
             Ok(value) => match value.as_ref().map(error_field) {
                 Some(Some(err)) => Err(crate::ScriptError {
@@ -414,18 +411,14 @@ struct RunGuard<'a> {
 impl<'a> RunGuard<'a> {
     /// Installs `host` as the running host of `lua`.
     fn begin(lua: &'a Lua, host: &mut dyn Host) -> RunGuard<'a> {
-        if let Some(mut state) = lua.app_data_mut::<RunState>() {
-            state.begin(host);
-        }
+        with_run(lua, |s| s.begin(host));
         RunGuard { lua }
     }
 }
 
 impl Drop for RunGuard<'_> {
     fn drop(&mut self) {
-        if let Some(mut state) = self.lua.app_data_mut::<RunState>() {
-            state.end();
-        }
+        with_run(self.lua, RunState::end);
     }
 }
 
@@ -448,7 +441,7 @@ pub(crate) fn error_metatable(lua: &Lua) -> Result<Table> {
 fn install_helpers(lua: &Lua, globals: &Table) -> Result<(Function, Function)> {
     let coroutine: Table = globals.raw_get("coroutine")?;
     let normalize = lua.create_function(|lua, (err, last): (Value, bool)| {
-        let abort = lua.app_data_ref::<RunState>().and_then(|s| s.abort);
+        let abort = with_run(lua, |s| s.abort).flatten();
         match abort {
             Some(msg) if !last => Err(luaerr::raise_table(msg.as_bytes())),
             _ => luaerr::normalize(lua, err),
@@ -489,14 +482,12 @@ fn install_helpers(lua: &Lua, globals: &Table) -> Result<(Function, Function)> {
 fn install_hook(lua: &Lua) {
     let triggers = HookTriggers::new().every_nth_instruction(HOOK_INSTRUCTIONS);
     lua.set_hook(triggers, |lua, _| {
-        let (host, abort, deadline) = match lua.app_data_ref::<RunState>() {
-            Some(state) => (state.host(), state.abort, state.load_deadline),
-            None => return Ok(VmState::Continue),
+        let Some((host, abort, deadline)) = with_run(lua, |s| (s.host(), s.abort, s.load_deadline))
+        else {
+            return Ok(VmState::Continue);
         };
         if deadline.is_some_and(|d| std::time::Instant::now() > d) {
-            if let Some(mut state) = lua.app_data_mut::<RunState>() {
-                state.abort = Some(LOAD_TIMEOUT);
-            }
+            with_run(lua, |s| s.abort = Some(LOAD_TIMEOUT));
             return Err(luaerr::raise_table(LOAD_TIMEOUT.as_bytes()));
         }
         if let Some(msg) = abort {
@@ -506,9 +497,7 @@ fn install_hook(lua: &Lua) {
             return Ok(VmState::Continue);
         };
         if host.with(|h| h.interrupt()) == crate::Interrupt::Kill {
-            if let Some(mut state) = lua.app_data_mut::<RunState>() {
-                state.abort = Some(KILLED);
-            }
+            with_run(lua, |s| s.abort = Some(KILLED));
             return Err(Raise::Table {
                 err: luaerr::error_table_text(KILLED.as_bytes()),
                 ignore_stats: false,

@@ -194,6 +194,9 @@ pub fn start(server: Arc<Server>) -> std::io::Result<()> {
     }
     accept_waker.wake()?;
     server.wake_all();
+    if server.scripts.busy_error().is_some() {
+        exit_past_busy_script(&server, aof_writer);
+    }
     for j in joins {
         let _ = j.join();
     }
@@ -206,6 +209,20 @@ pub fn start(server: Arc<Server>) -> std::io::Result<()> {
     }
     tracing::info!("Vireo is now ready to exit, bye bye...");
     loaded.map_err(std::io::Error::other)
+}
+
+/// SHUTDOWN NOSAVE while a script runs past `busy-reply-threshold`: its
+/// worker, and any thread waiting for a shard it holds, will not stop, so
+/// the process exits right away as Redis's does, once the AOF writer wrote
+/// what it was given (the script's own effects never reached it).
+fn exit_past_busy_script(server: &Server, aof_writer: thread::JoinHandle<()>) -> ! {
+    aof::stop_writer(server);
+    let _ = aof_writer.join();
+    if let Some(path) = server.config.unixsocket() {
+        let _ = std::fs::remove_file(path);
+    }
+    tracing::info!("Vireo is now ready to exit, bye bye...");
+    std::process::exit(0)
 }
 
 /// What the crash report shows: INFO, and Redis's names for the

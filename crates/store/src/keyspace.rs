@@ -563,6 +563,36 @@ impl Keyspace {
     /// Locks the shards of the given shard indices (any order, duplicates
     /// allowed), ascending. Up to 8 shards need no allocation.
     pub fn lock_shards(&self, idx: impl IntoIterator<Item = usize>) -> Keys<'_> {
+        self.lock_sorted(idx, |i| Some(self.lock_shard(i)))
+            .expect("waiting without a stop condition never gives up")
+    }
+
+    /// Like [`Keyspace::lock_shards`], but a shard another thread holds is
+    /// waited for in slices of [`LOCK_WAIT_SLICE`], asking `stop` after
+    /// each: when it says so, the shards taken so far are released and
+    /// `None` returned. (A worker waiting for a shard a long script holds
+    /// gives up once the script is past its busy threshold, to answer
+    /// `-BUSY` and go on serving its other clients.)
+    pub fn lock_shards_unless(
+        &self,
+        idx: impl IntoIterator<Item = usize>,
+        mut stop: impl FnMut() -> bool,
+    ) -> Option<Keys<'_>> {
+        self.lock_sorted(idx, |i| self.lock_shard_unless(i, &mut stop))
+    }
+
+    /// [`Keyspace::lock_all`] giving up as [`Keyspace::lock_shards_unless`].
+    pub fn lock_all_unless(&self, stop: impl FnMut() -> bool) -> Option<Keys<'_>> {
+        self.lock_shards_unless(0..self.shards.len(), stop)
+    }
+
+    /// Takes the shards of `idx` in ascending order with `lock_one`; `None`
+    /// (and nothing held) as soon as it gives up.
+    fn lock_sorted<'a>(
+        &'a self,
+        idx: impl IntoIterator<Item = usize>,
+        mut lock_one: impl FnMut(usize) -> Option<MutexGuard<'a, Shard>>,
+    ) -> Option<Keys<'a>> {
         let mut it = idx.into_iter();
         let first = it.next();
         let second = it.next();
@@ -570,14 +600,36 @@ impl Keyspace {
         // the general path cost ~300 instructions per SET).
         if let (Some(i), None) = (first, second) {
             let mut guards = Guards::new();
-            guards.push((i, self.lock_shard(i)));
-            return Keys::new(self, guards, false);
+            guards.push((i, lock_one(i)?));
+            return Some(Keys::new(self, guards, false));
         }
         let mut idx: SmallVec<[usize; 8]> = first.into_iter().chain(second).chain(it).collect();
         idx.sort_unstable();
         idx.dedup();
-        let guards = idx.into_iter().map(|i| (i, self.lock_shard(i))).collect();
-        Keys::new(self, guards, false)
+        let guards = idx
+            .into_iter()
+            .map(|i| Some((i, lock_one(i)?)))
+            .collect::<Option<Guards<'_>>>()?;
+        Some(Keys::new(self, guards, false))
+    }
+
+    /// Locks shard `i`, waiting in slices and asking `stop` after each.
+    fn lock_shard_unless(
+        &self,
+        i: usize,
+        stop: &mut impl FnMut() -> bool,
+    ) -> Option<MutexGuard<'_, Shard>> {
+        if let Some(guard) = self.shards[i].try_lock() {
+            return Some(guard);
+        }
+        loop {
+            if let Some(guard) = self.shards[i].try_lock_for(LOCK_WAIT_SLICE) {
+                return Some(guard);
+            }
+            if stop() {
+                return None;
+            }
+        }
     }
 
     /// Locks the shards of `keys`, ascending.
@@ -765,6 +817,10 @@ fn expire_sample(
 
 /// Held shard guards, sorted by index; most commands hold one or two.
 type Guards<'a> = SmallVec<[(usize, MutexGuard<'a, Shard>); 4]>;
+
+/// How long [`Keyspace::lock_shards_unless`] waits for a busy shard
+/// between two questions to its stop condition.
+pub const LOCK_WAIT_SLICE: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// A locked view of the keyspace for one command (or one transaction).
 ///
@@ -1789,6 +1845,31 @@ mod tests {
         let mut k = ks.lock_keys([&b"a"[..], b"b"]);
         assert_eq!(k.get_read(0, b"a").unwrap().value(), s(b"1").as_ref());
         assert!(k.get_read(0, b"b").is_none());
+    }
+
+    #[test]
+    fn waiting_for_a_held_shard_gives_up_when_told_and_releases_the_rest() {
+        let ks = Keyspace::new(1, 8);
+        let held = ks.lock_shards([5]);
+        let mut asked = 0;
+        let gave_up = ks.lock_shards_unless([2, 5, 7], || {
+            asked += 1;
+            asked == 3
+        });
+        assert!(gave_up.is_none());
+        assert_eq!(asked, 3, "asked after each slice, until told to stop");
+        // Shard 2, taken before the wait, was released.
+        assert!(ks.try_lock_shard(2).is_some());
+        assert!(ks.lock_all_unless(|| true).is_none());
+        drop(held);
+        let k = ks
+            .lock_shards_unless([7, 2, 5, 2], || panic!("nothing is held"))
+            .expect("every shard is free");
+        assert!(k.holds_shard(2) && k.holds_shard(5) && k.holds_shard(7));
+        assert!(!k.holds_shard(3));
+        drop(k);
+        let k = ks.lock_all_unless(|| false).expect("free");
+        assert!(k.holds_all());
     }
 
     #[test]

@@ -124,6 +124,18 @@ pub use crate::userdata::{
 };
 pub use crate::value::{Nil, Value};
 
+/// Vireo: turns enforcement of the memory limit on or off for the Lua
+/// state `state` belongs to and returns the previous setting (false when
+/// the state has no mlua allocator). Raw `lua_CFunction`s call this on
+/// entry, as mlua's own callback entry does, so that no allocation they
+/// make can raise a Lua error over their Rust frames (see VIREO.md).
+///
+/// # Safety
+/// `state` must be a live Lua state (any thread of it).
+pub unsafe fn set_memory_limit_enforced(state: *mut lua_State, enforce: bool) -> bool {
+    crate::memory::MemoryState::set_enforced(state, enforce)
+}
+
 #[cfg(not(feature = "luau"))]
 pub use crate::hook::HookTriggers;
 

@@ -4,15 +4,15 @@
 use std::time::Duration;
 
 use vireo_resp::{Args, Protocol, ReplyBuf};
-use vireo_script::{EvalEngine, Host, Interrupt, LogLevel, Reply, ReplFlags};
+use vireo_script::{EvalEngine, Host, Interrupt, LogLevel, ReplFlags};
 
 /// A host without a server: `redis.call` fails, logs go nowhere, and no
 /// script is ever killed (the fuzzer's own timeout catches hangs).
 pub struct NullHost;
 
 impl Host for NullHost {
-    fn call(&mut self, _args: Args<'_>, _resp: Protocol) -> Reply {
-        Reply::Error(b"ERR no server in the fuzz target".to_vec())
+    fn call(&mut self, _args: Args<'_>, _resp: Protocol) -> &[u8] {
+        b"-ERR no server in the fuzz target\r\n"
     }
     fn acl_check(&mut self, _args: Args<'_>) -> Option<bool> {
         None

@@ -123,14 +123,13 @@ fn reply_to_lua() {
 /// Each reply type converts to the documented Lua shape.
 #[test]
 fn every_reply_type_to_lua() {
-    let lua = mlua::Lua::new();
-    let check = |reply: Reply, expr: &str| {
-        let v = crate::convert::reply_to_lua(&lua, &reply).unwrap();
-        let f: mlua::Function = lua
-            .load(format!("return function(v) return {expr} end"))
-            .eval()
-            .unwrap();
-        assert!(f.call::<bool>(v).unwrap(), "{reply:?}: {expr}");
+    let mut engine = EvalEngine::new(0).unwrap();
+    let mut host = FakeHost::default();
+    let mut check = |reply: Reply, expr: &str| {
+        host.canned = Some(reply.clone());
+        let body = format!("local v = redis.pcall('canned'); return {expr}");
+        let out = run_eval(&mut engine, &mut host, &body, &[], &[], Protocol::Resp2);
+        assert_eq!(out, ":1\r\n", "{reply:?}: {expr}");
     };
     check(Reply::Status(b"OK".to_vec()), "v.ok == 'OK'");
     check(
@@ -157,12 +156,23 @@ fn every_reply_type_to_lua() {
         "v[1] == 1 and v[2] == nil and v[3] == 3",
     );
     check(
+        Reply::Array(vec![
+            Reply::Error(b"ERR inner".to_vec()),
+            Reply::Status(b"s".to_vec()),
+        ]),
+        "v[1].err == 'ERR inner' and v[1].ignore_error_stats_update and v[2].ok == 's'",
+    );
+    check(
         Reply::Set(vec![Reply::Bulk(b"a".to_vec())]),
         "v.set.a == true",
     );
     check(
-        Reply::Map(vec![(Reply::Bulk(b"k".to_vec()), Reply::Int(2))]),
-        "v.map.k == 2",
+        Reply::Map(vec![
+            (Reply::Bulk(b"k".to_vec()), Reply::Int(2)),
+            (Reply::Null, Reply::Int(3)),
+            (Reply::Int(5), Reply::Array(vec![Reply::Bool(false)])),
+        ]),
+        "v.map.k == 2 and v.map[5][1] == false",
     );
 }
 
@@ -500,6 +510,223 @@ fn memory_limit_holds_across_callbacks() {
         Protocol::Resp2,
     );
     assert!(out.starts_with(":400"), "{out}");
+}
+
+/// Errors of `redis.call`, raised from the raw C function: Redis's error
+/// tables, located at the calling line of `@user_script`; `redis.pcall`
+/// returns the same tables; Lua's `pcall` catches the text.
+#[test]
+fn call_errors_are_redis_error_tables() {
+    let located = |body: &str, text: &str, line: u32| {
+        let out = err_of(body);
+        assert!(
+            out.starts_with(&format!("-{text} script: ")),
+            "{body}: {out}"
+        );
+        assert!(
+            out.ends_with(&format!(", on @user_script:{line}.")),
+            "{body}: {out}"
+        );
+    };
+    located(
+        "redis.call('nosuch')",
+        "ERR Unknown Redis command called from script",
+        1,
+    );
+    located(
+        "local a = 1\n\nredis.call('nosuch')",
+        "ERR Unknown Redis command called from script",
+        3,
+    );
+    located(
+        "redis.call()",
+        "ERR Please specify at least one argument for this redis lib call",
+        1,
+    );
+    located(
+        "redis.call('get', {})",
+        "ERR Lua redis lib command arguments must be strings or integers",
+        1,
+    );
+    located(
+        "redis.call('get', nil)",
+        "ERR Lua redis lib command arguments must be strings or integers",
+        1,
+    );
+    located(
+        "redis.call('incr', 'k')\nredis.call('set', 'k', 'x')\nredis.call('incr', 'k')",
+        "ERR value is not an integer or out of range",
+        3,
+    );
+    assert_eq!(
+        ev("return redis.pcall().err"),
+        "$64\r\nERR Please specify at least one argument for this redis lib call\r\n"
+    );
+    assert_eq!(
+        ev("return redis.pcall('get', true)"),
+        "-ERR Lua redis lib command arguments must be strings or integers\r\n"
+    );
+    assert_eq!(
+        ev("local t = redis.pcall('nosuch') return {t.err, tostring(t.ignore_error_stats_update)}"),
+        "*2\r\n$44\r\nERR Unknown Redis command called from script\r\n$4\r\ntrue\r\n"
+    );
+    assert_eq!(
+        ev("local ok, e = pcall(redis.call, 'nosuch') return {tostring(ok), e}"),
+        "*2\r\n$5\r\nfalse\r\n$44\r\nERR Unknown Redis command called from script\r\n"
+    );
+    assert_eq!(
+        ev("local ok, e = pcall(redis.call) return e"),
+        "$64\r\nERR Please specify at least one argument for this redis lib call\r\n"
+    );
+    // A command's error is not counted again; the engine's own errors are.
+    let mut engine = EvalEngine::new(0).unwrap();
+    let mut out = ReplyBuf::new(Protocol::Resp2);
+    let e = engine
+        .eval(
+            b"redis.call('nosuch')",
+            &[],
+            &[],
+            &mut FakeHost::default(),
+            &mut out,
+        )
+        .unwrap_err();
+    assert!(e.ignore_stats);
+    let e = engine
+        .eval(
+            b"redis.call()",
+            &[],
+            &[],
+            &mut FakeHost::default(),
+            &mut out,
+        )
+        .unwrap_err();
+    assert!(!e.ignore_stats);
+}
+
+/// `redis.call` with thousands of arguments (as many as `unpack` can
+/// spread) hands them all over; numbers are Redis's `%.17g` (big
+/// integers in exponent form, as Redis writes them).
+#[test]
+fn call_with_huge_argument_counts() {
+    let mut engine = EvalEngine::new(0).unwrap();
+    let mut host = FakeHost::default();
+    let body =
+        "local t = {} for i = 1, 7000 do t[i] = i end return redis.call('canned', unpack(t))";
+    host.canned = Some(Reply::Int(3));
+    assert_eq!(
+        run_eval(&mut engine, &mut host, body, &[], &[], Protocol::Resp2),
+        ":3\r\n"
+    );
+    let call = host.calls.last().unwrap();
+    assert_eq!(call.len(), 7001);
+    assert_eq!(call[7000], b"7000");
+    run_eval(
+        &mut engine,
+        &mut host,
+        "redis.call('echo', 2^60) redis.call('echo', -0.0) redis.call('echo', 1e16 + 1)",
+        &[],
+        &[],
+        Protocol::Resp2,
+    );
+    let echoed: Vec<&[u8]> = host.calls[host.calls.len() - 3..]
+        .iter()
+        .map(|c| c[1].as_slice())
+        .collect();
+    assert_eq!(
+        echoed,
+        vec![&b"1.152921504606847e+18"[..], b"-0", b"10000000000000000"]
+    );
+}
+
+/// Replies are read straight onto the Lua stack: big ones fit, and bytes
+/// that are not one well-formed reply (truncated, unknown type, nested
+/// past the parser's depth) are an error, never a crash.
+#[test]
+fn call_replies_big_and_malformed() {
+    let mut engine = EvalEngine::new(0).unwrap();
+    let mut host = FakeHost::default();
+    let mut run = |host: &mut FakeHost, raw: Vec<u8>, body: &str| {
+        host.raw = raw;
+        run_eval(&mut engine, host, body, &[], &[], Protocol::Resp2)
+    };
+    let mut big = b"*100000\r\n".to_vec();
+    for i in 0..100_000 {
+        big.extend_from_slice(format!("*2\r\n:{i}\r\n$1\r\nx\r\n").as_bytes());
+    }
+    assert_eq!(
+        run(
+            &mut host,
+            big,
+            "local r = redis.call('raw') return {#r, r[100000][1]}"
+        ),
+        "*2\r\n:100000\r\n:99999\r\n"
+    );
+    let deep = [b"*1\r\n".repeat(crate::MAX_PARSE_DEPTH), b":7\r\n".to_vec()].concat();
+    assert_eq!(
+        run(
+            &mut host,
+            deep,
+            "local r = redis.call('raw') for i = 1, 128 do r = r[1] end return r"
+        ),
+        ":7\r\n"
+    );
+    let unreadable = "-ERR the command's reply could not be read\r\n";
+    for bad in [
+        &b"$5\r\nab"[..],
+        b"?\r\n",
+        b"",
+        b"*2\r\n:1\r\n",
+        &b"*1\r\n".repeat(200),
+    ] {
+        assert_eq!(
+            run(&mut host, bad.to_vec(), "return redis.pcall('raw')"),
+            unreadable,
+            "{bad:?}"
+        );
+        let out = run(&mut host, bad.to_vec(), "redis.call('raw')");
+        assert!(
+            out.starts_with(&unreadable[..unreadable.len() - 2]),
+            "{out}"
+        );
+    }
+    // After all that, the stack is as it should be.
+    assert_eq!(
+        run(
+            &mut host,
+            b":1\r\n".to_vec(),
+            "return redis.call('raw') + redis.call('raw')"
+        ),
+        ":2\r\n"
+    );
+}
+
+/// A reply bigger than the Lua heap limit is built (the limit is lifted
+/// while `redis.call` runs), and the script's next allocation fails with
+/// `not enough memory`; the VM works on.
+#[test]
+fn memory_limit_hit_after_a_big_reply() {
+    let mut engine = EvalEngine::new(4 << 20).unwrap();
+    let mut host = FakeHost::default();
+    let element = "x".repeat(1000);
+    let mut big = b"*8000\r\n".to_vec();
+    for i in 0..8000 {
+        big.extend_from_slice(format!("$1005\r\n{element}{i:05}\r\n").as_bytes());
+    }
+    host.raw = big;
+    let out = run_eval(&mut engine, &mut host, "local r = redis.call('raw') local t = {} for i = 1, 1e6 do t[i] = r[i % 8000 + 1] .. i end", &[], &[], Protocol::Resp2);
+    assert!(
+        out.starts_with('-') && out.contains("not enough memory"),
+        "{out}"
+    );
+    let out = run_eval(
+        &mut engine,
+        &mut host,
+        "return #redis.call('raw')",
+        &[],
+        &[],
+        Protocol::Resp2,
+    );
+    assert_eq!(out, ":8000\r\n");
 }
 
 /// FUNCTION LOAD, FCALL and the registry's errors.

@@ -89,11 +89,18 @@ fn debug(ctx: &mut Ctx<'_>, args: Args<'_>) {
             ctx.server.cron_paused.store(paused, Ordering::Relaxed);
             ctx.out.ok();
         }
-        // Switches of Redis internals Vireo does not have (its AOF flush
-        // cannot be slowed, its reply buffers are not resized by cron,
-        // scripts are not implemented yet): accepted, as a server
-        // without the feature in question would be no different.
-        ("aof-flush-sleep" | "set-disable-deny-scripts", 3) => ctx.out.ok(),
+        // A switch of Redis internals Vireo does not have (its AOF flush
+        // cannot be slowed): accepted, as a server without the feature in
+        // question would be no different.
+        ("aof-flush-sleep", 3) => ctx.out.ok(),
+        ("set-disable-deny-scripts", 3) => {
+            let disabled = atoi(args.get(2)) != 0;
+            ctx.server
+                .scripts
+                .deny_disabled
+                .store(disabled, Ordering::Relaxed);
+            ctx.out.ok();
+        }
         ("replybuffer", 4) => replybuffer(ctx, args),
         ("change-repl-id", 2) => {
             tracing::warn!("Changing replication IDs after receiving DEBUG change-repl-id");

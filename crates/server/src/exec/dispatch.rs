@@ -66,18 +66,9 @@ pub fn run(
         reject(server, session, out, Some(cmd), &msg);
         return Outcome::Done;
     }
-    // A script running past busy-reply-threshold: only allow-busy commands,
-    // and on the script's own thread only those that lock nothing (the
-    // script holds its shards).
-    let busy_allowed = spec.has(flags::ALLOW_BUSY)
-        && (matches!(spec.keys, KeySpec::None) || !crate::net::worker::serving_while_busy());
-    if !busy_allowed {
-        if let Some(msg) = server.scripts.busy_error() {
-            // A script from the AOF being loaded: Redis checks LOADING first.
-            let msg = loading_rejection(server, session, spec).unwrap_or(msg);
-            reject(server, session, out, Some(cmd), msg);
-            return Outcome::Done;
-        }
+    if let Some(msg) = busy_rejection(server, session, spec) {
+        reject(server, session, out, Some(cmd), msg);
+        return Outcome::Done;
     }
     // Replaying the AOF recreates data that fitted: no memory limit then,
     // as Redis ignores maxmemory while loading.
@@ -134,7 +125,12 @@ pub fn run(
     if !session.replaying && !session.from_master && is_paused_for(server, session, cmd, args) {
         return Outcome::Postponed;
     }
-    let mut keys = lock_for(server, session, cmd, args);
+    let Some(mut keys) = lock_for(server, session, cmd, args) else {
+        // A script holding a shard this command waited for is now busy.
+        let msg = busy_rejection(server, session, spec).unwrap_or(crate::exec::script::BUSY_EVAL);
+        reject(server, session, out, Some(cmd), msg);
+        return Outcome::Done;
+    };
     // CLIENT NO-TOUCH: this client's lookups leave access times alone.
     keys.set_no_touch(session.no_touch);
     // A replica's master decides when keys expire: its DEL follows. While
@@ -432,8 +428,9 @@ fn loading_rejection(
 /// What a replica refuses to its clients: writes when `replica-read-only`
 /// (READONLY), and commands not flagged `stale` while the link to the
 /// master is down and `replica-serve-stale-data` is off (MASTERDOWN). A
-/// script's `stale` flag is the script's own (`allow-stale`), and EXEC is
-/// refused when any queued command would be.
+/// script command is `stale` when its script says `allow-stale` (its
+/// flags as [`CommandSpec::flags_for`] gives them), EXEC when every
+/// command it queued is.
 fn replica_rejection(
     server: &Server,
     session: &Session,
@@ -446,19 +443,20 @@ fn replica_rejection(
     }
     let worker = session.shared.worker;
     let stale_ok = |c: CmdRef, a: Args<'_>| c.spec.flags_for(server, worker, a) & flags::STALE != 0;
-    let stale_ok = stale_ok(cmd, args)
+    let all_stale_ok = stale_ok(cmd, args)
         && !(cmd.spec.name == "exec"
             && session
                 .multi
                 .as_ref()
                 .is_some_and(|m| m.queue.iter().any(|(c, a)| !stale_ok(*c, a.as_args()))));
-    (!stale_ok && serving_stale_refused(server)).then_some(
+    (!all_stale_ok && serving_stale_refused(server)).then_some(
         "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
     )
 }
 
-/// True on a replica whose link to its master is down while
-/// `replica-serve-stale-data` is off: only commands flagged `stale` run.
+/// Whether this server is a replica whose link to its master is down
+/// while `replica-serve-stale-data` is off: commands not flagged `stale`
+/// are refused, from clients and from scripts.
 pub fn serving_stale_refused(server: &Server) -> bool {
     server.repl.is_replica()
         && !server.repl.link().is_some_and(|l| l.is_connected())
@@ -551,18 +549,29 @@ fn has_flag_or_queued(
             }))
 }
 
-/// Locks what the command needs, in ascending shard order.
-fn lock_for<'a>(server: &'a Server, session: &Session, cmd: CmdRef, args: Args<'_>) -> Keys<'a> {
+/// Locks what the command needs, in ascending shard order; `None` when a
+/// script holding a shard it waits for goes past its busy threshold (the
+/// command is then refused with `-BUSY`, and the worker goes on serving
+/// its other clients instead of waiting for the script's end).
+fn lock_for<'a>(
+    server: &'a Server,
+    session: &Session,
+    cmd: CmdRef,
+    args: Args<'_>,
+) -> Option<Keys<'a>> {
     let ks = &server.keyspace;
-    match cmd.spec.keys {
+    let busy = || busy_rejection(server, session, cmd.spec).is_some();
+    Some(match cmd.spec.keys {
         KeySpec::None => ks.lock_shards([]),
-        KeySpec::All => ks.lock_all(),
+        KeySpec::All => return ks.lock_all_unless(busy),
         KeySpec::Dynamic => ks.lock_dynamic(),
-        KeySpec::Range { first, last, step } => ks.lock_shards(
-            key_range(args.len(), first, last, step).map(|i| ks.shard_of(args.get(i))),
-        ),
+        KeySpec::Range { first, last, step } => {
+            let shards = key_range(args.len(), first, last, step).map(|i| ks.shard_of(args.get(i)));
+            return ks.lock_shards_unless(shards, busy);
+        }
         KeySpec::Custom { find, .. } => {
-            ks.lock_shards(find(args).into_iter().map(|i| ks.shard_of(args.get(i))))
+            let shards = find(args).into_iter().map(|i| ks.shard_of(args.get(i)));
+            return ks.lock_shards_unless(shards, busy);
         }
         KeySpec::Queued => {
             let mut shards: Vec<usize> = session
@@ -579,10 +588,12 @@ fn lock_for<'a>(server: &'a Server, session: &Session, cmd: CmdRef, args: Args<'
                 if c.spec.has(flags::SCRIPT) {
                     // A script may reach undeclared keys, and a transaction
                     // cannot start over: it holds everything.
-                    return ks.lock_all();
+                    return ks.lock_all_unless(busy);
                 }
                 match c.spec.keys {
-                    KeySpec::All | KeySpec::Dynamic | KeySpec::Queued => return ks.lock_all(),
+                    KeySpec::All | KeySpec::Dynamic | KeySpec::Queued => {
+                        return ks.lock_all_unless(busy)
+                    }
                     KeySpec::None => {}
                     KeySpec::Range { .. } | KeySpec::Custom { .. } => {
                         let a = a.as_args();
@@ -595,9 +606,23 @@ fn lock_for<'a>(server: &'a Server, session: &Session, cmd: CmdRef, args: Args<'
                     }
                 }
             }
-            ks.lock_shards(shards)
+            return ks.lock_shards_unless(shards, busy);
         }
+    })
+}
+
+/// The `-BUSY` refusal while a script runs past `busy-reply-threshold`:
+/// every command but the `allow-busy` ones, and on the script's own
+/// thread even those when they lock shards (the script holds its shards).
+fn busy_rejection(server: &Server, session: &Session, spec: &CommandSpec) -> Option<&'static str> {
+    let allowed = spec.has(flags::ALLOW_BUSY)
+        && (matches!(spec.keys, KeySpec::None) || !crate::net::worker::serving_while_busy());
+    if allowed {
+        return None;
     }
+    let msg = server.scripts.busy_error()?;
+    // A script from the AOF being loaded: Redis checks LOADING first.
+    Some(loading_rejection(server, session, spec).unwrap_or(msg))
 }
 
 /// Runs one command with its locks held, and does the bookkeeping Redis's

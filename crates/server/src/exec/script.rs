@@ -56,9 +56,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use vireo_resp::{Args, Protocol, ReplyBuf};
-use vireo_script::{
-    EvalEngine, FunctionEngine, Host, Interrupt, LogLevel, ReplFlags, Reply, ScriptFlags,
-};
+use vireo_script::{EvalEngine, FunctionEngine, Host, Interrupt, LogLevel, ReplFlags, ScriptFlags};
 
 use crate::cmd::{flags, Ctx, KeySpec};
 use crate::exec::dispatch;
@@ -68,6 +66,10 @@ use crate::server::Server;
 /// Longest a script that already wrote waits for the shard of a key it
 /// did not declare, held by another command (see the module comment).
 pub const UNDECLARED_WAIT: Duration = Duration::from_secs(1);
+
+/// The refusal of a command once its run must start over with every
+/// shard locked (never seen by the client: that run's reply is dropped).
+const RESTARTED: &str = "ERR script restarted";
 
 /// Lua heap limit of each engine: a script allocating more fails with
 /// `not enough memory` instead of taking the server's memory.
@@ -149,6 +151,9 @@ pub struct Scripts {
     /// shard locked touched only the keys they declared: later runs lock
     /// just those.
     declared_only: parking_lot::RwLock<HashSet<String>>,
+    /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call `noscript`
+    /// commands (Redis's `script_disable_deny_script`, for tests).
+    pub deny_disabled: AtomicBool,
 }
 
 impl Scripts {
@@ -166,6 +171,7 @@ impl Scripts {
             functions: AtomicUsize::new(0),
             libraries_bytes: AtomicUsize::new(0),
             declared_only: Default::default(),
+            deny_disabled: AtomicBool::new(false),
         }
     }
 
@@ -306,8 +312,8 @@ thread_local! {
 struct LoadHost;
 
 impl Host for LoadHost {
-    fn call(&mut self, _args: Args<'_>, _resp: Protocol) -> Reply {
-        Reply::Error(b"ERR redis.call can not be used on FUNCTION LOAD".to_vec())
+    fn call(&mut self, _args: Args<'_>, _resp: Protocol) -> &[u8] {
+        b"-ERR redis.call can not be used on FUNCTION LOAD\r\n"
     }
     fn acl_check(&mut self, _args: Args<'_>) -> Option<bool> {
         None
@@ -751,14 +757,14 @@ struct ScriptHost<'h, 'c> {
 
 impl ScriptHost<'_, '_> {
     /// Makes the view hold shard `idx`, or says why not.
-    fn hold(&mut self, idx: usize) -> Result<(), Reply> {
+    fn hold(&mut self, idx: usize) -> Result<(), &'static str> {
         let keys = &mut self.ctx.keys;
         if keys.holds_shard(idx) || keys.hold_shard_ascending(idx) || keys.try_hold_shard(idx) {
             return Ok(());
         }
         if !self.effects {
             self.restart = true;
-            return Err(Reply::Error(b"ERR script restarted".to_vec()));
+            return Err(RESTARTED);
         }
         let deadline = Instant::now() + UNDECLARED_WAIT;
         while Instant::now() < deadline {
@@ -767,13 +773,11 @@ impl ScriptHost<'_, '_> {
                 return Ok(());
             }
         }
-        Err(Reply::Error(
-            b"ERR the script accessed a key it did not declare, whose shard stayed busy; declare every key the script uses".to_vec(),
-        ))
+        Err("ERR the script accessed a key it did not declare, whose shard stayed busy; declare every key the script uses")
     }
 
     /// Makes the view hold what `cmd` will touch.
-    fn hold_for(&mut self, cmd: crate::cmd::CmdRef, args: Args<'_>) -> Result<(), Reply> {
+    fn hold_for(&mut self, cmd: crate::cmd::CmdRef, args: Args<'_>) -> Result<(), &'static str> {
         let ks = &self.ctx.server.keyspace;
         match cmd.spec.keys {
             KeySpec::None => Ok(()),
@@ -796,11 +800,10 @@ impl ScriptHost<'_, '_> {
         }
     }
 
-    /// Redis's `scriptCall` checks; the refusal as an error reply.
+    /// Redis's `scriptCall` checks after the ACL's: writes refused in
+    /// read-only runs and SCRIPT DEBUG YES sessions, persistence errors,
+    /// OOM.
     fn refusal(&self, spec: &crate::cmd::CommandSpec) -> Option<String> {
-        if spec.has(flags::NOSCRIPT) {
-            return Some("ERR This Redis command is not allowed from script".into());
-        }
         let writes = spec.has(flags::WRITE);
         if self.mode.forked_debug && writes && !undoable(spec) {
             return Some(FORKED_DEBUG_WRITE.into());
@@ -903,47 +906,39 @@ impl ScriptHost<'_, '_> {
     }
 }
 
-impl Host for ScriptHost<'_, '_> {
-    fn call(&mut self, args: Args<'_>, resp: Protocol) -> Reply {
-        // Every early return below is a refusal; the command's own reply
-        // clears the mark.
-        self.refused = true;
+impl ScriptHost<'_, '_> {
+    /// Redis's `scriptCall` checks, then the locks `cmd` needs: the
+    /// command to run, or the text of its refusal (counted as Redis counts
+    /// it).
+    fn refusal_before_run(
+        &mut self,
+        args: Args<'_>,
+    ) -> Result<crate::cmd::CmdRef, std::borrow::Cow<'static, str>> {
         if self.restart {
-            return Reply::Error(b"ERR script restarted".to_vec());
+            return Err(RESTARTED.into());
         }
         let cmd = match dispatch::lookup(args) {
             Ok(c) => c,
             Err(dispatch::LookupError::Unknown) => {
-                return Reply::Error(b"ERR Unknown Redis command called from script".to_vec())
+                return Err("ERR Unknown Redis command called from script".into())
             }
             Err(dispatch::LookupError::Arity(cmd)) => {
                 count_rejected(self.ctx, Some(cmd));
-                return Reply::Error(
-                    b"ERR Wrong number of args calling Redis command from script".to_vec(),
-                );
+                return Err("ERR Wrong number of args calling Redis command from script".into());
             }
         };
-        let acl =
-            || crate::security::script_command_denied(self.ctx.server, self.ctx.session, cmd, args);
         // Redis's order: not-in-scripts, stale replica, ACLs, then the
         // write and memory refusals.
-        let stale = || {
-            (!cmd.spec.has(flags::STALE) && dispatch::serving_stale_refused(self.ctx.server))
-                .then(|| "ERR Can not execute the command on a stale replica".to_string())
-        };
-        let refused = if cmd.spec.has(flags::NOSCRIPT) {
-            self.refusal(cmd.spec)
-        } else {
-            stale().or_else(acl).or_else(|| self.refusal(cmd.spec))
-        };
+        let refused = self.noscript_refusal(cmd.spec).or_else(|| {
+            crate::security::script_command_denied(self.ctx.server, self.ctx.session, cmd, args)
+                .or_else(|| self.refusal(cmd.spec))
+        });
         if let Some(msg) = refused {
             count_rejected(self.ctx, Some(cmd));
             self.ctx.server.count_error(msg.as_bytes());
-            return Reply::Error(msg.into_bytes());
+            return Err(msg.into());
         }
-        if let Err(e) = self.hold_for(cmd, args) {
-            return e;
-        }
+        self.hold_for(cmd, args)?;
         if cmd.spec.has(flags::WRITE) {
             self.wrote = true;
             self.slot.wrote.store(true, Ordering::Release);
@@ -957,12 +952,41 @@ impl Host for ScriptHost<'_, '_> {
         {
             self.effects = true;
         }
-        self.execute(cmd, args, resp);
-        self.refused = false;
-        match Reply::parse(self.scratch.as_bytes()) {
-            Ok((reply, _)) => reply,
-            Err(_) => Reply::Error(b"ERR the command's reply could not be read".to_vec()),
+        Ok(cmd)
+    }
+
+    /// The refusals before the ACL check: `noscript` commands (unless
+    /// DEBUG SET-DISABLE-DENY-SCRIPTS), and commands not flagged `stale`
+    /// on a replica that may not serve stale data (Redis's
+    /// `scriptVerifyAllowStale`).
+    fn noscript_refusal(&self, spec: &crate::cmd::CommandSpec) -> Option<String> {
+        let server = self.ctx.server;
+        if spec.has(flags::NOSCRIPT) && !server.scripts.deny_disabled.load(Ordering::Relaxed) {
+            return Some("ERR This Redis command is not allowed from script".into());
         }
+        if !spec.has(flags::STALE) && dispatch::serving_stale_refused(server) {
+            return Some("ERR Can not execute the command on a stale replica".into());
+        }
+        None
+    }
+}
+
+impl Host for ScriptHost<'_, '_> {
+    fn call(&mut self, args: Args<'_>, resp: Protocol) -> &[u8] {
+        // Every refusal is an error reply in `scratch`; the command's own
+        // reply clears the mark.
+        self.refused = true;
+        match self.refusal_before_run(args) {
+            Ok(cmd) => {
+                self.execute(cmd, args, resp);
+                self.refused = false;
+            }
+            Err(msg) => {
+                self.scratch.clear();
+                self.scratch.error(&msg);
+            }
+        }
+        self.scratch.as_bytes()
     }
 
     fn last_call_refused(&self) -> bool {
@@ -1292,8 +1316,10 @@ fn run_target(
     let declared_only = server.scripts.declared_only.read().contains(&memo);
     // A debugged script holds everything: it may stop for as long as its
     // client wants, and must never have to start over.
-    if !declared_only || engines.undeclared.contains(&memo) || debug.is_some() {
-        lock_everything(ctx);
+    if (!declared_only || engines.undeclared.contains(&memo) || debug.is_some())
+        && !lock_everything(ctx)
+    {
+        return busy_while_locking(ctx);
     }
     let mode = RunMode {
         read_only: ro || (!target.flags.eval_compat_mode && target.flags.no_writes),
@@ -1377,7 +1403,9 @@ fn run_target(
         if restart && !ctx.keys.holds_all() {
             ctx.out.truncate(mark);
             engines.undeclared.insert(memo.clone());
-            lock_everything(ctx);
+            if !lock_everything(ctx) {
+                return busy_while_locking(ctx);
+            }
             continue;
         }
         match result {
@@ -1393,15 +1421,31 @@ fn run_target(
     }
 }
 
-/// Replaces the command's view with one holding every shard.
-fn lock_everything(ctx: &mut Ctx<'_>) {
+/// Replaces the command's view with one holding every shard; false (and
+/// nothing held) when another thread's script, holding a shard, went past
+/// its busy threshold meanwhile.
+fn lock_everything(ctx: &mut Ctx<'_>) -> bool {
     if ctx.keys.holds_all() {
-        return;
+        return true;
     }
+    let scripts = &ctx.server.scripts;
     let ks = &ctx.server.keyspace;
     ctx.keys = ks.lock_shards([]);
-    ctx.keys = ks.lock_all();
-    ctx.keys.set_no_touch(ctx.session.no_touch);
+    match ks.lock_all_unless(|| scripts.busy_error().is_some()) {
+        Some(keys) => {
+            ctx.keys = keys;
+            ctx.keys.set_no_touch(ctx.session.no_touch);
+            true
+        }
+        None => false,
+    }
+}
+
+/// The reply of a script command that gave up waiting for every shard
+/// because another script became busy: Redis would have answered BUSY.
+fn busy_while_locking(ctx: &mut Ctx<'_>) {
+    let busy = ctx.server.scripts.busy_error().unwrap_or(BUSY_EVAL);
+    ctx.out.error(busy);
 }
 
 #[cfg(test)]
