@@ -147,23 +147,43 @@ fn resp2_subscribed_mode_limits_commands_and_resp3_does_not() {
     );
 }
 
+/// A server with `client-output-buffer-limit pubsub <limit>`, a client
+/// subscribed to `channel` that never reads (kept open), and a publisher.
+struct Flood {
+    srv: common::Server,
+    _lazy: Raw,
+    publisher: Raw,
+}
+
+impl Flood {
+    fn start(args: &[&str], limit: &str, channel: &str) -> Flood {
+        let srv = common::Server::start(args);
+        let mut con = srv.conn();
+        let limit = format!("pubsub {limit}");
+        common::ok(
+            &mut con,
+            &["CONFIG", "SET", "client-output-buffer-limit", &limit],
+        );
+        let mut lazy = Raw::connect(srv.port);
+        lazy.call(&["SUBSCRIBE", channel]);
+        let publisher = Raw::connect(srv.port);
+        Flood {
+            srv,
+            _lazy: lazy,
+            publisher,
+        }
+    }
+}
+
 #[test]
 fn a_subscriber_that_never_reads_is_cut_off_and_the_publisher_goes_on() {
-    let srv = common::Server::start(&["--io-threads", "2"]);
+    let Flood {
+        srv,
+        _lazy,
+        mut publisher,
+    } = Flood::start(&["--io-threads", "2"], "256kb 0 0", "flood");
     let mut con = srv.conn();
-    common::ok(
-        &mut con,
-        &[
-            "CONFIG",
-            "SET",
-            "client-output-buffer-limit",
-            "pubsub 256kb 0 0",
-        ],
-    );
-    let mut lazy = Raw::connect(srv.port);
-    lazy.call(&["SUBSCRIBE", "flood"]);
     let payload = "x".repeat(16 * 1024);
-    let mut publisher = Raw::connect(srv.port);
     for _ in 0..2000 {
         publisher.call(&["PUBLISH", "flood", &payload]);
     }
@@ -185,21 +205,12 @@ fn a_subscriber_that_never_reads_is_cut_off_and_the_publisher_goes_on() {
 /// off once it has, while traffic goes on.
 #[test]
 fn a_subscriber_over_the_soft_limit_goes_after_its_seconds() {
-    let srv = common::Server::start(&[]);
-    let mut con = srv.conn();
-    common::ok(
-        &mut con,
-        &[
-            "CONFIG",
-            "SET",
-            "client-output-buffer-limit",
-            "pubsub 0 64kb 1",
-        ],
-    );
-    let mut lazy = Raw::connect(srv.port);
-    lazy.call(&["SUBSCRIBE", "soft"]);
+    let Flood {
+        srv: _srv,
+        _lazy,
+        mut publisher,
+    } = Flood::start(&[], "0 64kb 1", "soft");
     let payload = "x".repeat(16 * 1024);
-    let mut publisher = Raw::connect(srv.port);
     // Fill the socket buffers and go over the soft limit.
     let started = std::time::Instant::now();
     while started.elapsed() < Duration::from_millis(300) {

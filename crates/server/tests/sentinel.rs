@@ -216,6 +216,13 @@ fn sentinel_promotes_a_vireo_replica_when_the_master_dies() {
     eventually("the promoted replica to be a master", 20, &logs, || {
         field(&info(&mut nm, "replication"), "role").as_deref() == Some("master")
     });
+    // The other sentinels learn the new configuration from the leader's
+    // hello messages, a moment later.
+    eventually("every sentinel to name the new master", 30, &logs, || {
+        sentinels
+            .iter()
+            .all(|s| master_addr(s).is_some_and(|(_, port)| port == new_port))
+    });
     for i in 0..20 {
         let (_, port) = master_addr(&sentinels[1]).expect("a master address");
         assert_eq!(port, new_port);
