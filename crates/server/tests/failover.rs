@@ -5,22 +5,13 @@
 
 mod common;
 
+use common::eventually;
+
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::diff::{redis_server_available, start_redis, Raw};
 use common::{err, info_field, ok, q, Server};
-
-fn eventually(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < deadline {
-        if f() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("timed out waiting for {what}");
-}
 
 /// A master and two replicas following it, fully synced.
 fn trio() -> (Server, Server, Server) {

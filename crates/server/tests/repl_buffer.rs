@@ -9,20 +9,14 @@
 
 mod common;
 
+use common::{eventually, start_logged, wait_log};
+
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{err, fresh_dir, info_field, ok, q, Server};
-
-fn eventually(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
+use common::{err, info_field, ok, q, Server};
 
 fn num(c: &mut redis::Connection, field: &str) -> u64 {
     info_field(c, field)
@@ -194,26 +188,6 @@ fn a_replica_that_caught_up_holds_one_small_block() {
     });
     eventually("its share of the buffer back to one block", || {
         replica_omems(&mut m)[0] < 64 * 1024
-    });
-}
-
-/// A Vireo server logging to a file in its directory.
-fn start_logged(extra: &[&str]) -> (Server, PathBuf) {
-    let dir = fresh_dir();
-    let log = dir.join("vireo.log");
-    let mut args = vec![
-        "--logfile",
-        log.to_str().unwrap(),
-        "--enable-debug-command",
-        "yes",
-    ];
-    args.extend_from_slice(extra);
-    (Server::start_in(dir, &args), log)
-}
-
-fn wait_log(log: &PathBuf, text: &str) {
-    eventually(&format!("log line {text:?}"), || {
-        std::fs::read_to_string(log).is_ok_and(|l| l.contains(text))
     });
 }
 

@@ -8,43 +8,14 @@
 
 mod common;
 
+use common::{eventually, log_has, start_logged, wait_log};
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::diff::redis_server_available;
-use common::{err, fresh_dir, info_field, ok, q, Server};
-
-fn eventually(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// A Vireo server logging to a file in its directory.
-fn start_logged(extra: &[&str]) -> (Server, PathBuf) {
-    let dir = fresh_dir();
-    let log = dir.join("vireo.log");
-    let mut args = vec![
-        "--logfile",
-        log.to_str().unwrap(),
-        "--enable-debug-command",
-        "yes",
-    ];
-    args.extend_from_slice(extra);
-    (Server::start_in(dir, &args), log)
-}
-
-fn log_has(log: &PathBuf, text: &str) -> bool {
-    std::fs::read_to_string(log).is_ok_and(|l| l.contains(text))
-}
-
-fn wait_log(log: &PathBuf, text: &str) {
-    eventually(&format!("log line {text:?}"), || log_has(log, text));
-}
+use common::{err, info_field, ok, q, Server};
 
 fn replicaof(c: &mut redis::Connection, port: u16) {
     ok(c, &["REPLICAOF", "127.0.0.1", &port.to_string()]);

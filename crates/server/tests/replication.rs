@@ -7,6 +7,8 @@
 
 mod common;
 
+use common::eventually;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
@@ -75,15 +77,6 @@ impl Link {
         for w in want {
             assert_eq!(self.command(), *w);
         }
-    }
-}
-
-/// Polls `f` for up to thirty seconds (a loaded machine needs them).
-fn eventually(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

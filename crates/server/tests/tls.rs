@@ -6,6 +6,8 @@
 
 mod common;
 
+use common::eventually;
+
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -696,15 +698,6 @@ fn replica_link_over_tls_gets_sync_and_stream() {
     let mut plain = server.conn();
     ok(&mut plain, &["SET", "over-tls", "yes"]);
     read_until(&mut got, b"over-tls");
-}
-
-/// Waits up to twenty seconds for `f`.
-fn eventually(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// The arguments that give a server `pki`'s client identity for its

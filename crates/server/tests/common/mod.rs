@@ -254,3 +254,38 @@ pub fn dataset(port: u16) -> std::collections::BTreeMap<String, String> {
     }
     out
 }
+
+/// Polls `f` until it holds, for up to thirty seconds (a loaded machine
+/// needs them), failing the test with `what` otherwise.
+pub fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A Vireo server with DEBUG enabled, logging to a file in its own
+/// directory: the server and the log's path.
+pub fn start_logged(extra: &[&str]) -> (Server, PathBuf) {
+    let dir = fresh_dir();
+    let log = dir.join("vireo.log");
+    let mut args = vec![
+        "--logfile",
+        log.to_str().unwrap(),
+        "--enable-debug-command",
+        "yes",
+    ];
+    args.extend_from_slice(extra);
+    (Server::start_in(dir, &args), log)
+}
+
+/// Whether the log at `log` holds `text`.
+pub fn log_has(log: &std::path::Path, text: &str) -> bool {
+    std::fs::read_to_string(log).is_ok_and(|l| l.contains(text))
+}
+
+/// Waits until the log at `log` holds `text`.
+pub fn wait_log(log: &std::path::Path, text: &str) {
+    eventually(&format!("log line {text:?}"), || log_has(log, text));
+}
