@@ -80,14 +80,21 @@ impl Link {
     }
 }
 
-#[test]
-fn sync_sends_the_snapshot_then_exactly_the_writes_after_it() {
+/// A server and a connection to it, with the master's keep-alive PINGs
+/// pushed an hour away so that a link's stream holds only the writes.
+fn master_without_pings() -> (Server, redis::Connection) {
     let s = Server::start(&[]);
     let mut c = s.conn();
     ok(
         &mut c,
         &["CONFIG", "SET", "repl-ping-replica-period", "3600"],
     );
+    (s, c)
+}
+
+#[test]
+fn sync_sends_the_snapshot_then_exactly_the_writes_after_it() {
+    let (s, mut c) = master_without_pings();
     ok(&mut c, &["SET", "before-the-cut", "1"]);
     let mut link = Link::open(s.port, "SYNC");
     let rdb = link.rdb();
@@ -134,20 +141,13 @@ fn sync_sends_the_snapshot_then_exactly_the_writes_after_it() {
     assert_eq!(info_field(&mut c, "connected_clients"), "1");
 }
 
-/// PUBLISH goes to replicas (alone, or in place inside a transaction)
-/// and never to the AOF.
 /// The offset ROLE and INFO report on a master covers every write already
 /// acknowledged: the AOF writer thread feeds the stream in batches, and
 /// reading the offset first lets it catch up (tests that wait for a
 /// replica to reach the master's offset rely on it).
 #[test]
 fn reported_offsets_cover_acknowledged_writes() {
-    let s = Server::start(&[]);
-    let mut c = s.conn();
-    ok(
-        &mut c,
-        &["CONFIG", "SET", "repl-ping-replica-period", "3600"],
-    );
+    let (s, mut c) = master_without_pings();
     let mut link = Link::open(s.port, "SYNC");
     link.rdb();
     let role_offset = |c: &mut redis::Connection| match ok(c, &["ROLE"]) {
@@ -169,6 +169,8 @@ fn reported_offsets_cover_acknowledged_writes() {
     }
 }
 
+/// PUBLISH goes to replicas (alone, or in place inside a transaction)
+/// and never to the AOF.
 #[test]
 fn publish_reaches_the_stream_and_not_the_aof() {
     let s = Server::start(&["--appendonly", "yes"]);
@@ -210,12 +212,7 @@ fn publish_reaches_the_stream_and_not_the_aof() {
 /// each acknowledged.
 #[test]
 fn diskless_sync_streams_one_snapshot_to_the_replicas_that_wait_together() {
-    let s = Server::start(&[]);
-    let mut c = s.conn();
-    ok(
-        &mut c,
-        &["CONFIG", "SET", "repl-ping-replica-period", "3600"],
-    );
+    let (s, mut c) = master_without_pings();
     ok(&mut c, &["CONFIG", "SET", "repl-diskless-sync-delay", "30"]);
     ok(
         &mut c,
@@ -287,12 +284,7 @@ fn expired_keys_reach_the_stream_as_deletions() {
 
 #[test]
 fn psync_gets_a_full_resync_at_the_cut_offset() {
-    let s = Server::start(&[]);
-    let mut c = s.conn();
-    ok(
-        &mut c,
-        &["CONFIG", "SET", "repl-ping-replica-period", "3600"],
-    );
+    let (s, mut c) = master_without_pings();
     // A first replica makes the stream (and its offset) advance.
     let mut first = Link::open(s.port, "SYNC");
     first.rdb();
@@ -358,12 +350,7 @@ fn replconf_role_and_wait_without_replicas() {
 
 #[test]
 fn wait_times_out_with_the_count_of_replicas_that_acknowledged() {
-    let s = Server::start(&[]);
-    let mut c = s.conn();
-    ok(
-        &mut c,
-        &["CONFIG", "SET", "repl-ping-replica-period", "3600"],
-    );
+    let (s, mut c) = master_without_pings();
     let mut link = Link::open(s.port, "SYNC");
     link.rdb();
     ok(&mut c, &["SET", "k", "v"]);
@@ -391,12 +378,7 @@ fn wait_times_out_with_the_count_of_replicas_that_acknowledged() {
 
 #[test]
 fn a_replica_that_does_not_read_is_cut_off_at_its_output_limit() {
-    let s = Server::start(&[]);
-    let mut c = s.conn();
-    ok(
-        &mut c,
-        &["CONFIG", "SET", "repl-ping-replica-period", "3600"],
-    );
+    let (s, mut c) = master_without_pings();
     ok(
         &mut c,
         &[
