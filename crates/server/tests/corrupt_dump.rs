@@ -7,7 +7,8 @@
 
 mod common;
 
-use std::path::Path;
+use common::wait_for_log;
+
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -73,18 +74,6 @@ fn damaged_payloads() -> Vec<(&'static str, Vec<u8>, &'static str)> {
         ("empty node", empty_node, "Internal error in RDB reading"),
         ("bad size", bad_size, "Zset listpack integrity check failed"),
     ]
-}
-
-/// Reads `path` until it contains `needle`, for at most five seconds.
-fn wait_for_log(path: &Path, needle: &str) -> String {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let log = std::fs::read_to_string(path).unwrap_or_default();
-        if log.contains(needle) || Instant::now() > deadline {
-            return log;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// RESTORE key 0 payload REPLACE on a raw connection.

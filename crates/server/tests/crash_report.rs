@@ -5,37 +5,9 @@
 mod common;
 
 use std::os::unix::process::ExitStatusExt;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{ok, q, Server};
-
-/// Waits until the log holds `needle` (the server writes it from another
-/// thread, or as it dies) and returns the log.
-fn wait_for_log(path: &Path, needle: &str) -> String {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let text = std::fs::read_to_string(path).unwrap_or_default();
-        if text.contains(needle) || Instant::now() > deadline {
-            return text;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// A server logging to a file in its directory, DEBUG enabled.
-fn start(extra: &[&str]) -> (Server, std::path::PathBuf) {
-    let dir = common::fresh_dir();
-    let log = dir.join("server.log");
-    let mut args = vec![
-        "--enable-debug-command",
-        "yes",
-        "--logfile",
-        log.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    (Server::start_in(dir, &args), log)
-}
+use common::{ok, q, start_logged as start, wait_for_log, Server};
 
 /// Waits for the process to end and returns the signal that ended it.
 fn ending_signal(server: &mut Server) -> Option<i32> {

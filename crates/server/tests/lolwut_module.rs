@@ -7,6 +7,8 @@
 
 mod common;
 
+use common::wait_for_log;
+
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -157,19 +159,6 @@ fn module_replies_are_redis_s() {
         let vireo = Server::start(extra);
         let redis = start_redis_with(extra);
         same_replies(vireo.port, redis.port, commands);
-    }
-}
-
-/// Reads `path` until it contains `needle` (logs are written as events
-/// happen), for at most five seconds.
-fn wait_for_log(path: &std::path::Path, needle: &str) -> String {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let log = std::fs::read_to_string(path).unwrap_or_default();
-        if log.contains(needle) || Instant::now() > deadline {
-            return log;
-        }
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

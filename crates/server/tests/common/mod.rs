@@ -285,7 +285,24 @@ pub fn log_has(log: &std::path::Path, text: &str) -> bool {
     std::fs::read_to_string(log).is_ok_and(|l| l.contains(text))
 }
 
+/// Reads the log at `path` until it holds `needle` (a server writes it
+/// from other threads, or as it dies), for up to thirty seconds, and
+/// returns it: the caller asserts on what it holds.
+pub fn wait_for_log(path: &std::path::Path, needle: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if text.contains(needle) || Instant::now() > deadline {
+            return text;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Waits until the log at `log` holds `text`.
 pub fn wait_log(log: &std::path::Path, text: &str) {
-    eventually(&format!("log line {text:?}"), || log_has(log, text));
+    assert!(
+        wait_for_log(log, text).contains(text),
+        "timed out waiting for log line {text:?}"
+    );
 }
