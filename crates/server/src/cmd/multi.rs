@@ -89,6 +89,9 @@ fn exec(ctx: &mut Ctx<'_>, _args: Args<'_>) {
     ctx.deny_blocking = true;
     ctx.in_exec = true;
     ctx.out.array(queued.queue.len());
+    // The view's clock stays at EXEC's start for every queued command, as
+    // in Redis 7.0 (`fixed_time_expire`): a key the transaction sets to
+    // expire during it is still there for the commands after.
     for (cmd, args) in &queued.queue {
         // The rules may have changed since the command was queued.
         let denied =
@@ -98,9 +101,6 @@ fn exec(ctx: &mut Ctx<'_>, _args: Args<'_>) {
             ctx.out.error(&msg);
             continue;
         }
-        // The clock stays at EXEC's start for every queued command, as in
-        // Redis 7.0 (`fixed_time_expire`): a key the transaction sets to
-        // expire during it is still there for the commands after.
         // A queued CONFIG SET or CLIENT TRACKING changes the next ones' hooks.
         ctx.hooks = crate::exec::notify::hooks(ctx.server);
         dispatch::call(ctx, *cmd, args.as_args());

@@ -292,9 +292,8 @@ fn wait_for_sync(server: &Arc<Server>, generation: u64) {
 /// The replica that acknowledged every byte of the stream: the target, or
 /// without one the first such replica.
 fn caught_up(server: &Server, target: Option<&(String, u16)>) -> Option<(String, u16)> {
-    // Writes acknowledged to clients before the pause reach the stream
-    // within the AOF writer's batch: the offset must include them.
-    server.aof.wait_written(Duration::from_millis(100));
+    // The offset must include writes acknowledged before the pause.
+    server.repl.settle(server);
     let offset = server.repl.offset();
     server
         .repl
