@@ -13,6 +13,8 @@
 #   maxmemory    SET/s at maxmemory 100mb allkeys-lru vs unlimited
 #                (bench/maxmemory_ab.sh)
 #   charts       `vireo bench --compare --plot` SVGs in docs/bench/
+#   features     scripts, Pub/Sub, streams, GEO/HLL, TLS, the ACL check and
+#                SQL (bench/features.sh)
 #
 # then the summary table at the top from docs/bench/figures.json.
 #
@@ -46,7 +48,7 @@ PERSIST_KEYS=${REPORT_PERSIST_KEYS:-$(q 300000 10000000)}
 PERSIST_REQUESTS=${REPORT_PERSIST_REQUESTS:-$(q 50000 300000)}
 CHART_TIME=${REPORT_CHART_TIME:-$(q 1 5)}
 CHART_RATE=${REPORT_CHART_RATE:-30000}
-SECTIONS=${REPORT_ONLY:-suite,memory,persistence,maxmemory,charts}
+SECTIONS=${REPORT_ONLY:-suite,memory,persistence,maxmemory,charts,features}
 OUT=${REPORT_OUT:-$ROOT/target/bench-report/$(date +%Y%m%d-%H%M%S)}
 MD=${REPORT_MD:-$(q "$OUT/BENCHMARKS.md" "$ROOT/BENCHMARKS.md")}
 ASSETS=$(dirname "$MD")/docs/bench
@@ -208,11 +210,18 @@ run_charts() {
     section_end charts
 }
 
+run_features() {
+    section_start features ROUNDS
+    VIREO=$VIREO ROUNDS=$ROUNDS FEATURES_N=$(q 20000 200000) "$ROOT/bench/features.sh" \
+        "$OUT/features" 2>"$OUT/features.log"
+    section_end features
+}
+
 wait_for_quiet
 RUN_LOAD_START=$(load1)
 RUN_START=$(date +%s)
 log "sections $SECTIONS, $ROUNDS rounds; results in $OUT; report $MD"
-for s in suite memory persistence maxmemory charts; do
+for s in suite memory persistence maxmemory charts features; do
     [[ ",$SECTIONS," == *",$s,"* ]] && "run_$s"
 done
 python3 "$ROOT/bench/report_md.py" summary "$MD" "$FIGURES"

@@ -7,7 +7,7 @@ section leaves the others and the summary consistent.
 
 Usage:
   report_md.py section NAME RAW_DIR MD FIGURES   # NAME: memory, persistence,
-                                                 # maxmemory or charts
+                                                 # maxmemory, charts or features
   report_md.py suite SUMMARY_JSON FIGURES        # bench/suite_report.py's figures
   report_md.py summary MD FIGURES
 
@@ -325,8 +325,128 @@ def charts(raw):
     return "\n".join(body), figs
 
 
+# --- features: scripts, Pub/Sub, streams, GEO/HLL, TLS, ACL, SQL -------------
+
+
+def bench_lines(text, vireo_port, redis_port, name_of):
+    """Medians of "ROUND PORT TEST: N requests per second" lines (the
+    redis-benchmark A/B scripts' output), as {name: (vireo, redis)};
+    NAME_OF maps a test's text to its row name (None drops it)."""
+    runs = {}
+    for line in text.splitlines():
+        m = re.match(r"(\d+) (\d+) (.*?): ([\d.]+) requests per second", line)
+        if not m or name_of(m.group(3)) is None:
+            continue
+        side = {vireo_port: 0, redis_port: 1}.get(m.group(2))
+        if side is not None:
+            runs.setdefault(name_of(m.group(3)), ([], []))[side].append(float(m.group(4)))
+    return {k: (med(v), med(r)) for k, (v, r) in runs.items()}
+
+
+def pubsub_lines(text):
+    """{subscribers: (vireo, redis)} medians of delivered messages/s."""
+    runs = {}
+    for m in re.finditer(r"^\d+ (vireo|redis) subscribers=(\d+): published [\d,.]+/s "
+                         r"delivered ([\d,.]+)/s", text, re.M):
+        side = 0 if m.group(1) == "vireo" else 1
+        runs.setdefault(int(m.group(2)), ([], []))[side].append(number(m.group(3)))
+    return {k: (med(v), med(r)) for k, (v, r) in runs.items()}
+
+
+def ratio_cells(pair):
+    if not pair or pair[0] is None or pair[1] is None or not pair[1]:
+        return ["", "", ""]
+    return [f"{pair[0]:,.0f}", f"{pair[1]:,.0f}", f"{pair[0] / pair[1]:.2f}"]
+
+
+def feature_throughput(raw):
+    """Rows of the pinned/all table and their figures."""
+    ss = {mode: bench_lines(read(os.path.join(raw, f"script-stream-{mode}.txt")), "17501",
+                            "17502", lambda t: t) for mode in ("pinned", "all")}
+    ps = {mode: pubsub_lines(read(os.path.join(raw, f"pubsub-{mode}.txt")))
+          for mode in ("pinned", "all")}
+    geo_names = {"GEOADD": "GEOADD", "GEOSEARCH": "GEOSEARCH of 100 members",
+                 "PFADD": "PFADD", "PFCOUNT": "PFCOUNT of 3 keys"}
+    geo = bench_lines(read(os.path.join(raw, "geo-hll.txt")), "17611", "17612",
+                      lambda t: geo_names.get(t.split()[0].upper()))
+    stream = {}
+    try:
+        with open(os.path.join(raw, "stream.json"), encoding="utf-8") as f:
+            ops = next(x for x in json.load(f)["figures"] if x["name"] == "ops/s")
+            stream = {"pinned": (ops["a_median"], ops["b_median"])}
+    except (OSError, ValueError, KeyError, StopIteration):
+        pass
+    tls = {}
+    for m in re.finditer(r"^(SET|GET):\s+(\S+)\s+median\s+(\d+)", read(os.path.join(raw, "tls.txt")), re.M):
+        side = 1 if m.group(2) == "redis" else 0
+        tls.setdefault(m.group(1), [None, None])[side] = float(m.group(3)) * 1000
+    rows = [
+        ("EVALSHA, script doing GET + SET", "23", {m: ss[m].get("EVALSHA get+set") for m in ss}),
+        ("EVALSHA, script doing 5 GET + 5 SET", "23", {m: ss[m].get("EVALSHA 10 cmds") for m in ss}),
+        ("PUBLISH to 1 subscriber, delivered/s", "24", {m: ps[m].get(1) for m in ps}),
+        ("PUBLISH to 100 subscribers, delivered/s", "24", {m: ps[m].get(100) for m in ps}),
+        ("XADD to one of 100 streams", "25", {m: ss[m].get("XADD") for m in ss}),
+        ("XRANGE of 10 entries", "25", {m: ss[m].get("XRANGE 10") for m in ss}),
+        ("XREADGROUP + XACK consumer loop", "25", stream),
+    ] + [(name, "26", {"pinned": geo.get(name)}) for name in geo_names.values()] + [
+        (f"{cmd} over TLS", "27", {"pinned": tuple(tls[cmd])}) for cmd in ("SET", "GET") if cmd in tls
+    ]
+    lines, figs = [], {}
+    for name, issue, by_mode in rows:
+        if not any(by_mode.values()):
+            continue
+        cells = ratio_cells(by_mode.get("pinned")) + ratio_cells(by_mode.get("all"))
+        lines.append(f"| {name} | {issue} | " + " | ".join(cells) + " |")
+        figs[name] = {m: list(p) for m, p in by_mode.items() if p}
+    return lines, figs
+
+
+def feature_extras(raw):
+    """Bytes per stream entry, the ACL check's cost and SQL: Markdown lines."""
+    out = []
+    text = read(os.path.join(raw, "stream.txt"))
+    b = {m.group(1): int(m.group(2)) for m in re.finditer(r"bytes per entry port (\d+): (\d+)", text)}
+    if "17531" in b and "17532" in b:
+        out += ["", f"Bytes per stream entry, 1M entries of one small field (issue 25, lower is "
+                f"better): Vireo {b['17531']}, Redis {b['17532']}."]
+    acl = dict(re.findall(r"^(default|bench): (\d+) instructions", read(os.path.join(raw, "acl.txt")), re.M))
+    if "default" in acl and "bench" in acl:
+        d, u = int(acl["default"]), int(acl["bench"])
+        out += ["", f"ACL check (issue 27; callgrind, pipelined SET and GET, one worker): "
+                f"{d:,} instructions per command as the default user, {u:,} as a user with four "
+                f"key patterns (+{(u - d) / d * 100:.1f}%; `bench/acl_cost.sh callgrind BIN`)."]
+    sql = read(os.path.join(raw, "sql.txt"))
+    big = re.search(r"100 KB rows: ([\d.]+) inserts/s = (\d+) MB/s", sql)
+    small = re.search(r"small rows:\s+([\d.]+) inserts/s", sql)
+    query = re.search(r"point query: ([\d.]+) queries/s", sql)
+    if big and small and query:
+        out += ["", f"SQL (issue 29; `bench/sql.sh`, one database key, `-c 8 -P 16`, Vireo only): "
+                f"{big.group(2)} MB/s of 100 KB rows through `REDISQL.EXEC_STATEMENT` (RediSQL "
+                f"published 800 MB/s on its machine), {float(small.group(1)):,.0f} small-row "
+                f"inserts/s, {float(query.group(1)):,.0f} indexed point queries/s."]
+    return out
+
+
+def features(raw):
+    lines, figs = feature_throughput(raw)
+    extras = feature_extras(raw)
+    if not lines and not extras:
+        return None, None
+    body = [
+        "Pipelined (`-P 16`, 50 connections), medians of alternating rounds, in",
+        "requests/s unless the row says otherwise. **Pinned**: Vireo with one",
+        "worker and Redis on core 0, the client on core 1 (work per request).",
+        "**All**: Vireo with its default workers, nothing pinned (what each",
+        "server does with the machine; Redis runs every command on one thread).",
+        "",
+        "| figure | issue | Vireo pinned | Redis pinned | ratio | Vireo all | Redis all | ratio |",
+        "|---|---|---|---|---|---|---|---|",
+    ] + lines + extras
+    return "\n".join(body), figs
+
+
 SECTIONS = {"memory": memory, "persistence": persistence, "maxmemory": maxmemory,
-            "charts": charts}
+            "charts": charts, "features": features}
 
 
 def section(name, raw, md, figures_path):

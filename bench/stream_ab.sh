@@ -8,7 +8,8 @@
 #      1,000,000 entries, 50 connections, -P 16.
 # MODE=pinned (default): Vireo --threads 1 and Redis on core 0, the client
 # on core 1. MODE=all: Vireo's default workers, nothing pinned.
-# ROUNDS (3), REQUESTS (200000 per round), V/R ports (17531/17532).
+# ROUNDS (3), REQUESTS (200000 per round), V/R ports (17531/17532),
+# BENCH_JSON (a file for the consumer loop's `vireo bench --json` figures).
 V=${V:-17531}; R=${R:-17532}; ROUNDS=${ROUNDS:-3}; REQUESTS=${REQUESTS:-200000}
 MODE=${MODE:-pinned}; BIN=${VIREO:-target/release/vireo}
 if [ "$MODE" = pinned ]; then SRV=(taskset -c 0); CLI=(taskset -c 1); THREADS=(--threads 1)
@@ -35,6 +36,6 @@ for p in $V $R; do
 done
 "${CLI[@]}" $BIN bench --port $V --compare 127.0.0.1:$R --rounds $ROUNDS --requests $REQUESTS \
   --clients 50 --pipeline 16 --key-pattern seq --key-prefix '' --key-space 1000000 \
-  --command 'XREADGROUP GROUP g c COUNT 1 STREAMS s >' --command 'XACK s g __key__-0' -q
+  --command 'XREADGROUP GROUP g c COUNT 1 STREAMS s >' --command 'XACK s g __key__-0' -q ${BENCH_JSON:+--json "$BENCH_JSON"}
 for p in $V $R; do redis-cli -p $p shutdown nosave >/dev/null 2>&1; done
 wait
