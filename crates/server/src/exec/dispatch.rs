@@ -487,7 +487,20 @@ pub enum DiskError {
 }
 
 /// The persistence failure that refuses writes now, if any.
+#[inline]
 pub fn disk_error_kind(server: &Server) -> Option<DiskError> {
+    // Nearly always neither a save nor an AOF write has failed: two atomic
+    // loads, inline, where the full check cost ~85 instructions per write
+    // (callgrind, pipelined SET).
+    if server.rdb.last_bgsave_ok.load(Ordering::Relaxed) && !server.aof.has_write_error() {
+        return None;
+    }
+    failed_persistence(server)
+}
+
+/// [`disk_error_kind`] once a save or an AOF write has failed.
+#[cold]
+fn failed_persistence(server: &Server) -> Option<DiskError> {
     if crate::persist::rdb::writes_denied(server) {
         return Some(DiskError::Rdb);
     }
@@ -498,6 +511,7 @@ pub fn disk_error_kind(server: &Server) -> Option<DiskError> {
 }
 
 /// The MISCONF error a write gets now, if any.
+#[inline]
 pub fn disk_error(server: &Server) -> Option<String> {
     Some(match disk_error_kind(server)? {
         DiskError::Rdb => "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.".to_owned(),

@@ -323,6 +323,7 @@ impl Local<'_> {
 
 /// Puts back the pushes a command wrote while its reply was being dropped
 /// (called by dispatch after CLIENT REPLY OFF/SKIP truncated the reply).
+#[inline]
 pub fn restore_held_pushes(session: &mut Session, out: &mut ReplyBuf) {
     if !session.held_pushes.is_empty() {
         out.raw(&session.held_pushes);

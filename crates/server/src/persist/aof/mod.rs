@@ -377,6 +377,13 @@ impl Aof {
         })
     }
 
+    /// Whether a write or fsync has failed since the last good write: the
+    /// fast half of [`Aof::write_error`], for every write command's check.
+    #[inline]
+    pub fn has_write_error(&self) -> bool {
+        self.write_errno.load(Ordering::Relaxed) != 0
+    }
+
     /// Records a failed write or fsync (see [`Aof::write_error`]).
     fn record_write_error(&self, e: &std::io::Error) {
         let errno = e.raw_os_error().unwrap_or(libc::EIO);
