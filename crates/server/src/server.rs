@@ -370,7 +370,7 @@ impl Server {
     /// Tells the worker owning `client` to look at its messages.
     pub fn notify(&self, worker: usize, msg: crate::net::worker::Msg) {
         if let Some(w) = self.workers.get().and_then(|ws| ws.get(worker)) {
-            w.send(msg);
+            crate::net::worker::send_to(w, worker, msg);
         }
     }
 
