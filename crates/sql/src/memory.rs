@@ -20,8 +20,10 @@
 //! docs/performance-log.md, issue 29's ingest session). `mremap` moves the
 //! page tables instead: no copy, and each byte of the image is touched
 //! once. Mappings ask for transparent huge pages (`MADV_HUGEPAGE`): one
-//! fault per 2 MiB instead of per 4 KiB. Their bytes are counted in
-//! [`mapped_bytes`], which the server adds to used_memory.
+//! fault per 2 MiB instead of per 4 KiB (on a VM whose balloon reports
+//! free 2 MiB blocks to the host, a block the host took back is slow to
+//! zero again; measured, huge pages still win on the whole). Their bytes
+//! are counted in [`mapped_bytes`], which the server adds to used_memory.
 
 use std::alloc::{self, Layout};
 use std::ffi::{c_int, c_void};
