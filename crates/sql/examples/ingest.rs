@@ -1,12 +1,40 @@
 //! The engine's own ingest rate, without the network: inserts of rows of
 //! a given size through a named statement, as REDISQL.EXEC_STATEMENT runs
 //! them. `cargo run --release -p vireo-sql --example ingest -- [row bytes]
-//! [rows] [page size]` prints rows/s and MB/s (`VIREO_SQL_HOOK=1`: with
-//! SQLite's allocations routed through Rust's allocator).
+//! [rows] [page size]` prints rows/s and MB/s.
+//!
+//! It allocates as the server does: mimalloc is the global allocator and
+//! SQLite's allocations go through it (`VIREO_SQL_HOOK=0`: SQLite keeps
+//! libc's malloc instead).
 
+use std::alloc::{GlobalAlloc, Layout};
+use std::ffi::c_void;
 use std::time::Instant;
 
+use libmimalloc_sys as mi;
 use vireo_sql::{Access, Database, RunLimits};
+
+/// mimalloc, as the server's global allocator (without its counters).
+struct Mimalloc;
+
+// SAFETY: mimalloc returns blocks of at least the size asked, aligned as
+// asked; mi_free frees blocks from any of its entry points.
+unsafe impl GlobalAlloc for Mimalloc {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        unsafe { mi::mi_malloc_aligned(layout.size(), layout.align()).cast() }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, _: Layout) {
+        unsafe { mi::mi_free(ptr.cast::<c_void>()) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        unsafe { mi::mi_realloc_aligned(ptr.cast(), new_size, layout.align()).cast() }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Mimalloc = Mimalloc;
 
 fn main() {
     let args: Vec<usize> = std::env::args()
@@ -21,9 +49,7 @@ fn main() {
         time_limit: None,
         abandon: None,
     };
-    // VIREO_SQL_HOOK=1: SQLite allocates through Rust's allocator, as in
-    // the server (where that allocator counts used_memory).
-    if std::env::var_os("VIREO_SQL_HOOK").is_some() {
+    if std::env::var_os("VIREO_SQL_HOOK").is_none_or(|v| v != "0") {
         vireo_sql::memory::route_to_global_allocator().expect("allocator hook");
     }
     let db = Database::open_memory().expect("open");

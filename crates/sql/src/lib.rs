@@ -19,7 +19,9 @@
 //!   decoded defensively since RESTORE hands us client bytes.
 //! - [`memory`]: routes SQLite's allocations through Rust's global
 //!   allocator, so the server's counting allocator (used_memory,
-//!   maxmemory) sees them.
+//!   maxmemory) sees them; a growing in-memory image moves to a mapping
+//!   of its own, grown by `mremap` instead of copied ([`memory::mapped_bytes`]
+//!   is added to used_memory).
 //! - [`path`]: where a file-backed database may live (under `dir`).
 //! - `value.rs`: a database as the store's module value (TYPE, RDB id,
 //!   payload, deep copy) and the decoder [`register`] installs.

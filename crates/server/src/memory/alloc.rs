@@ -49,7 +49,8 @@ fn slot() -> &'static AtomicIsize {
 /// Bytes currently allocated: through the global allocator, plus the
 /// keyspace's entry blocks, which come from pages of their own (counted at
 /// their 8-byte classes, not the pages' free room; see
-/// [`vireo_store::entry_alloc`]).
+/// [`vireo_store::entry_alloc`]), plus SQL databases' growing images, in
+/// mappings of their own ([`vireo_sql::memory::mapped_bytes`]).
 pub fn used_memory() -> usize {
     // Only the slots handed out so far can be non-zero: with a few
     // threads, summing them alone halves the cost of a reading, which
@@ -60,7 +61,7 @@ pub fn used_memory() -> usize {
         .map(|s| s.0.load(Ordering::Relaxed))
         .sum::<isize>()
         .max(0) as usize;
-    global + vireo_store::entry_alloc::live_bytes()
+    global + vireo_store::entry_alloc::live_bytes() + vireo_sql::memory::mapped_bytes()
 }
 
 /// Alignment every mimalloc block has: block sizes are whole machine
@@ -162,8 +163,8 @@ unsafe impl GlobalAlloc for Counting {
 #[derive(Clone, Copy, Debug)]
 pub struct AllocatorStats {
     /// Bytes mimalloc has committed (read/write pages it keeps for its
-    /// heaps), plus the pages mapped for entry blocks: allocated bytes plus
-    /// what those pages hold free.
+    /// heaps), plus the pages mapped for entry blocks and SQL images:
+    /// allocated bytes plus what those pages hold free.
     pub committed: u64,
 }
 
@@ -186,7 +187,9 @@ pub fn allocator_stats() -> AllocatorStats {
         );
     }
     AllocatorStats {
-        committed: (v[5] + vireo_store::entry_alloc::mapped_bytes()) as u64,
+        committed: (v[5]
+            + vireo_store::entry_alloc::mapped_bytes()
+            + vireo_sql::memory::mapped_bytes()) as u64,
     }
 }
 
