@@ -39,7 +39,9 @@
 //! which records each one's effects in the session's AOF unit: a script
 //! whose run wrote more than once reaches the AOF as MULTI … EXEC, as Redis
 //! 7.0 propagates it; the script command itself is never propagated.
-//! `redis.set_repl` without AOF keeps a command's effects out of the unit.
+//! `redis.set_repl` sends a command's effects to the AOF only or to
+//! replicas only (marked in the unit, split by the AOF writer), or keeps
+//! them out of the unit (`REPL_NONE`).
 //!
 //! **Busy scripts.** Past `busy-reply-threshold` a run is *timed out*: the
 //! server answers `-BUSY` to every command not flagged `allow-busy`
@@ -61,6 +63,7 @@ use vireo_script::{EvalEngine, FunctionEngine, Host, Interrupt, LogLevel, ReplFl
 use crate::cmd::{flags, Ctx, KeySpec};
 use crate::exec::dispatch;
 use crate::exec::script_debug::{self, DebugMode, SocketChannel};
+use crate::persist::aof::feed::Destination;
 use crate::server::Server;
 
 /// Longest a script that already wrote waits for the shard of a key it
@@ -832,20 +835,25 @@ impl ScriptHost<'_, '_> {
 
     /// Runs `cmd` through the ordinary call path, its reply into `scratch`.
     fn execute(&mut self, cmd: crate::cmd::CmdRef, args: Args<'_>, resp: Protocol) {
+        let destination = self.destination();
         let ctx = &mut *self.ctx;
         self.scratch.clear();
         self.scratch.set_protocol(resp);
         std::mem::swap(ctx.out, &mut self.scratch);
         let deny_blocking = std::mem::replace(&mut ctx.deny_blocking, true);
         let in_script = std::mem::replace(&mut ctx.session.in_script, true);
-        let hidden = !self.repl.aof || self.mode.forked_debug;
+        let hidden = !(self.repl.aof || self.repl.replicas) || self.mode.forked_debug;
         let hidden_unit = hidden.then(|| std::mem::take(&mut ctx.session.aof_unit));
+        let destination = ctx.session.aof_unit.set_destination(destination);
         let dirty = ctx.dirty;
         dispatch::call(ctx, cmd, args);
         self.track_declared_keys(cmd.spec);
         let ctx = &mut *self.ctx;
-        if let Some(unit) = hidden_unit {
-            ctx.session.aof_unit = unit;
+        match hidden_unit {
+            Some(unit) => ctx.session.aof_unit = unit,
+            None => {
+                ctx.session.aof_unit.set_destination(destination);
+            }
         }
         if ctx.dirty > dirty {
             self.effects = true;
@@ -857,6 +865,16 @@ impl ScriptHost<'_, '_> {
 }
 
 impl ScriptHost<'_, '_> {
+    /// Where the effects of the next command go (`redis.set_repl`; with
+    /// neither destination they are not recorded at all).
+    fn destination(&self) -> Destination {
+        match (self.repl.aof, self.repl.replicas) {
+            (true, false) => Destination::LogOnly,
+            (false, true) => Destination::ReplicasOnly,
+            _ => Destination::Both,
+        }
+    }
+
     /// Saves, before a write in a SCRIPT DEBUG YES session, the keys it
     /// names as they are (first write to each only).
     fn save_for_undo(&mut self, spec: &crate::cmd::CommandSpec, args: Args<'_>) {
