@@ -804,8 +804,9 @@ impl ScriptHost<'_, '_> {
     }
 
     /// Redis's `scriptCall` checks after the ACL's: writes refused in
-    /// read-only runs and SCRIPT DEBUG YES sessions, persistence errors,
-    /// OOM.
+    /// read-only runs and SCRIPT DEBUG YES sessions, then the first write
+    /// refused on a read-only replica, for persistence errors or missing
+    /// replicas, OOM.
     fn refusal(&self, spec: &crate::cmd::CommandSpec) -> Option<String> {
         let writes = spec.has(flags::WRITE);
         if self.mode.forked_debug && writes && !undoable(spec) {
@@ -815,6 +816,9 @@ impl ScriptHost<'_, '_> {
             return Some("ERR Write commands are not allowed from read-only scripts.".into());
         }
         if writes && !self.wrote {
+            if read_only_replica(self.ctx.server, self.ctx.session) {
+                return Some(READONLY_REPLICA.into());
+            }
             if let Some(msg) = dispatch::disk_error(self.ctx.server) {
                 return Some(msg);
             }
@@ -1218,7 +1222,7 @@ fn run_with(ctx: &mut Ctx<'_>, args: Args<'_>, kind: Kind, ro: bool, debug: Opti
             Ok(t) => t,
             Err(e) => return Err(e),
         };
-        if let Some(e) = prepare_error(server, &target.flags, ro) {
+        if let Some(e) = prepare_error(server, ctx.session, &target.flags, ro) {
             return Err(e);
         }
         run_target(
@@ -1284,13 +1288,45 @@ fn resolve(
     }
 }
 
-/// Redis's `scriptPrepareForRun` refusals.
-fn prepare_error(server: &Server, f: &ScriptFlags, ro: bool) -> Option<String> {
+/// What a write inside a script gets on a read-only replica (Redis's
+/// `shared.roslaveerr`).
+const READONLY_REPLICA: &str = "READONLY You can't write against a read only replica.";
+
+/// Whether writes of `session`'s scripts are refused because this server
+/// is a read-only replica (its master's link, and the AOF being loaded,
+/// are obeyed: Redis's `mustObeyClient`).
+fn read_only_replica(server: &Server, session: &crate::net::session::Session) -> bool {
+    !(session.from_master || session.replaying)
+        && server.repl.is_replica()
+        && server.config.flag("replica-read-only")
+}
+
+/// Redis's `scriptPrepareForRun` refusals. EVAL and EVALSHA are flagged
+/// `stale`, so a script without a shebang meets the stale replica here;
+/// the others were refused MASTERDOWN by the dispatch already, unless
+/// queued in a transaction.
+fn prepare_error(
+    server: &Server,
+    session: &crate::net::session::Session,
+    f: &ScriptFlags,
+    ro: bool,
+) -> Option<String> {
+    let stale = dispatch::serving_stale_refused(server);
     if f.eval_compat_mode {
-        return None;
+        return stale.then(|| {
+            "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."
+                .to_owned()
+        });
     }
+    if stale && !f.allow_stale {
+        return Some("MASTERDOWN Link with MASTER is down, replica-serve-stale-data is set to 'no' and 'allow-stale' flag is not set on the script.".to_owned());
+    }
+    let obeyed = session.from_master || session.replaying;
     if !f.no_writes {
-        if let Some(kind) = dispatch::disk_error_kind(server) {
+        if read_only_replica(server, session) {
+            return Some("READONLY Can not run script with write flag on readonly replica".into());
+        }
+        if let Some(kind) = dispatch::disk_error_kind(server).filter(|_| !obeyed) {
             return Some(match kind {
                 dispatch::DiskError::Rdb => "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Writable scripts are blocked. Use 'no-writes' flag for read only scripts.".to_owned(),
                 dispatch::DiskError::Aof(e) => format!("MISCONF Redis is configured to persist data to AOF, but it's currently unable to persist to disk. Writable scripts are blocked. Use 'no-writes' flag for read only scripts. AOF error: {e}"),
@@ -1298,6 +1334,9 @@ fn prepare_error(server: &Server, f: &ScriptFlags, ro: bool) -> Option<String> {
         }
         if ro {
             return Some("ERR Can not execute a script with write flag using *_ro command.".into());
+        }
+        if let Some(msg) = dispatch::replicas_error(server) {
+            return Some(msg.to_owned());
         }
     }
     if server.config.maxmemory() > 0 && over_maxmemory(server) && !(f.allow_oom || f.no_writes) {
