@@ -124,8 +124,12 @@ pub(crate) struct RunState {
     /// Set once the run was killed or timed out: the error every later
     /// instruction raises again, so `pcall` cannot swallow it.
     pub(crate) abort: Option<&'static str>,
-    /// `math.random`'s generator (its state carries over between runs).
+    /// `math.random`'s generator during a run (taken from the process's
+    /// at `begin`, given back at `end`: see `rand48`).
     pub(crate) rng: Rand48,
+    /// `rng` as the run took it: a run that drew nothing gives nothing
+    /// back, so it cannot undo the draws of a run that overlapped it.
+    rng_taken: Rand48,
     /// Scratch buffer the arguments of `redis.call` are packed into.
     pub(crate) args: ArgBuf,
     /// While a library loads: when its code must have finished.
@@ -142,6 +146,7 @@ impl Default for RunState {
             resp: Protocol::Resp2,
             abort: None,
             rng: Rand48::default(),
+            rng_taken: Rand48::default(),
             args: ArgBuf::default(),
             load_deadline: None,
             debugger: None,
@@ -215,10 +220,15 @@ impl RunState {
         self.host = Some(HostPtr(ptr));
         self.resp = Protocol::Resp2;
         self.abort = None;
+        self.rng = Rand48::take_shared();
+        self.rng_taken = self.rng.clone();
     }
 
-    /// Ends the run: forgets the host.
+    /// Ends the run: forgets the host, hands the generator back.
     pub(crate) fn end(&mut self) {
+        if self.rng != self.rng_taken {
+            self.rng.give_back();
+        }
         self.host = None;
         self.abort = None;
     }

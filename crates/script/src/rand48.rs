@@ -2,6 +2,18 @@
 //! congruential generator behind `math.random`. Redis 7.0 never reseeds it
 //! between scripts (only `math.randomseed` does): its state starts at
 //! `0x1234ABCD330E` when the server starts and runs on across scripts.
+//!
+//! Redis has one generator per process and runs one script at a time.
+//! Here each run takes the process's state when it starts and hands its
+//! own back when it ends ([`Rand48::take_shared`], [`Rand48::give_back`]),
+//! so runs one after the other — on any worker, in the EVAL or the
+//! FUNCTION VM, before or after SCRIPT FLUSH makes a VM anew — draw one
+//! sequence, and a seeded run stays deterministic whatever runs beside
+//! it. Runs that overlap on different workers start from the same state
+//! (of those that drew, the last to end decides where the sequence goes
+//! on).
+
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Multiplier of the 48-bit LCG (`a` in `x' = a*x + c mod 2^48`).
 const MULTIPLIER: u64 = 0x5_DEEC_E66D;
@@ -19,8 +31,11 @@ pub const RAND48_MAX: u32 = i32::MAX as u32;
 /// State before any seeding (Redis's `X2:X1:X0` initial words).
 const INITIAL_STATE: u64 = 0x1234_ABCD_330E;
 
+/// The process's generator between runs (see the module comment).
+static SHARED_STATE: AtomicU64 = AtomicU64::new(INITIAL_STATE);
+
 /// The generator state.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rand48 {
     /// The 48 bits of state.
     state: u64,
@@ -36,6 +51,18 @@ impl Default for Rand48 {
 }
 
 impl Rand48 {
+    /// The process's generator as the last run left it.
+    pub fn take_shared() -> Rand48 {
+        Rand48 {
+            state: SHARED_STATE.load(Ordering::Acquire),
+        }
+    }
+
+    /// Makes this state the process's, for the next run to go on from.
+    pub fn give_back(&self) {
+        SHARED_STATE.store(self.state, Ordering::Release);
+    }
+
     /// Reseeds: the high 32 state bits are the seed, the low 16 are 0x330E.
     pub fn seed(&mut self, seed: i32) {
         self.state = ((u64::from(seed as u32) << 16) | SEED_LOW) & MASK;

@@ -13,7 +13,8 @@
 //! Redis's values (see `luaerr`); `pcall` returns a `redis.call` error's
 //! text instead of its table, as Redis 7.0's `pcall` does.
 //!
-//! A run ([`Vm::run`]) installs the host, seeds `math.random`, calls the
+//! A run ([`Vm::run`]) installs the host, takes up the process's
+//! `math.random` generator (`rand48`), calls the
 //! function under a message handler that records where the error happened
 //! (Redis's `__redis__err__handler`), and writes the result as a reply.
 

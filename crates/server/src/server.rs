@@ -390,8 +390,8 @@ impl Server {
 
     /// What SHUTDOWN (or SIGTERM) does before the server stops: holds every
     /// client's further commands back (so no write is acknowledged after the
-    /// final save and then lost), saves when `save` says so, and sets the
-    /// stop flag. On a failed save the hold is lifted, the server keeps
+    /// final save and then lost), saves when `save` says so, closes the
+    /// listeners and sets the stop flag. On a failed save the hold is lifted, the server keeps
     /// running and Err says why, unless `force`.
     pub fn prepare_shutdown(&self, save: ShutdownSave, force: bool) -> Result<(), String> {
         let must_save = match save {
@@ -412,6 +412,7 @@ impl Server {
                 }
             }
         }
+        crate::net::listener::close_listeners();
         self.shutting_down.store(true, Ordering::Release);
         self.wake_all();
         Ok(())

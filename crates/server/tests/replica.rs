@@ -713,6 +713,103 @@ fn a_stale_replica_runs_only_allow_stale_scripts() {
     );
 }
 
+/// EVAL scripts on a stale replica (`replica-serve-stale-data no`): EVAL
+/// itself is flagged `stale`, so a script without a shebang is refused
+/// MASTERDOWN when it starts; a shebang script needs `allow-stale`, and
+/// inside it commands flagged `stale` (ECHO) run while others are refused.
+#[test]
+fn a_stale_replica_runs_eval_scripts_by_their_shebang() {
+    let s = Server::start(&[]);
+    let mut c = s.conn();
+    ok(&mut c, &["CONFIG", "SET", "replica-serve-stale-data", "no"]);
+    ok(&mut c, &["REPLICAOF", "127.0.0.1", "1"]);
+    let masterdown =
+        "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
+    let e = err(&mut c, &["EVAL", "return redis.call('get','x')", "1", "x"]);
+    assert_eq!(e, masterdown);
+    let e = err(&mut c, &["EVAL", "#!lua flags=no-writes\nreturn 1", "0"]);
+    assert_eq!(e, masterdown);
+    let stale_ok = "#!lua flags=allow-stale,no-writes\n";
+    let run =
+        |c: &mut redis::Connection, body: &str| q(c, &["EVAL", &format!("{stale_ok}{body}"), "0"]);
+    assert_eq!(run(&mut c, "return 1").unwrap(), redis::Value::Int(1));
+    let e = run(&mut c, "return redis.call('get','x')").unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("Can not execute the command on a stale replica"),
+        "{e}"
+    );
+    let echoed = redis::Value::BulkString(b"foobar".to_vec());
+    assert_eq!(
+        run(&mut c, "return redis.call('echo','foobar')").unwrap(),
+        echoed
+    );
+    let sha = match ok(
+        &mut c,
+        &[
+            "SCRIPT",
+            "LOAD",
+            &format!("{stale_ok}return redis.call('echo','foobar')"),
+        ],
+    ) {
+        redis::Value::BulkString(b) => String::from_utf8(b).unwrap(),
+        other => panic!("SCRIPT LOAD: {other:?}"),
+    };
+    assert_eq!(ok(&mut c, &["EVALSHA", &sha, "0"]), echoed);
+    ok(&mut c, &["REPLICAOF", "NO", "ONE"]);
+}
+
+/// On a read-only replica a script's first write is refused READONLY
+/// (with the script's location), also when the script was queued in a
+/// transaction while the server was a master; a script without writes
+/// runs, in a transaction too.
+#[test]
+fn a_read_only_replica_refuses_the_writes_of_scripts() {
+    let master = Server::start(&[]);
+    let mut mc = master.conn();
+    ok(&mut mc, &["SET", "x", "some value"]);
+    let replica = Server::start(&[]);
+    let mut rc = replica.conn();
+    replicaof(&mut rc, master.port);
+    wait_up(&mut rc);
+    let write = "redis.call('set','x',1) return 1";
+    let e = err(&mut rc, &["EVAL", write, "1", "x"]);
+    assert!(
+        e.starts_with("READONLY You can't write against a read only replica. script: "),
+        "{e}"
+    );
+    let e = err(&mut rc, &["EVAL", "#!lua\nreturn 1", "0"]);
+    assert_eq!(e, "READONLY You can't write against a read only replica.");
+    ok(&mut rc, &["MULTI"]);
+    ok(
+        &mut rc,
+        &[
+            "EVAL",
+            "#!lua flags=no-writes\nreturn redis.call('get','x')",
+            "1",
+            "x",
+        ],
+    );
+    assert_eq!(
+        ok(&mut rc, &["EXEC"]),
+        redis::Value::Array(vec![redis::Value::BulkString(b"some value".to_vec())])
+    );
+    // Queued while a master, run once a replica again.
+    ok(&mut rc, &["REPLICAOF", "NO", "ONE"]);
+    let mut queued = replica.conn();
+    ok(&mut queued, &["MULTI"]);
+    ok(&mut queued, &["EVAL", write, "1", "x"]);
+    replicaof(&mut rc, master.port);
+    // The one reply of EXEC is the script's error (the redis crate
+    // returns a transaction's error as the error of EXEC).
+    let e = err(&mut queued, &["EXEC"]);
+    assert!(
+        e.starts_with("READONLY You can't write against a read only replica. script: "),
+        "{e}"
+    );
+    assert_eq!(get(&mut rc, "x").as_deref(), Some("some value"));
+}
+
 /// A replica that leaves its master and comes back continues partially in
 /// the database the master's stream had selected (the master sends no
 /// SELECT on `+CONTINUE`).

@@ -194,16 +194,81 @@ fn publish_reaches_the_stream_and_not_the_aof() {
         &["set", "k", "v"],
         &["exec"],
     ]);
+    let logged = incr_aof_text(&s.dir);
+    assert!(logged.contains("set"), "{logged}");
+    assert!(!logged.contains("publish"), "{logged}");
+}
+
+/// The `.incr.aof` files' text, lowercased.
+fn incr_aof_text(dir: &std::path::Path) -> String {
     let mut logged = Vec::new();
-    for entry in std::fs::read_dir(s.dir.join("appendonlydir")).unwrap() {
+    for entry in std::fs::read_dir(dir.join("appendonlydir")).unwrap() {
         let path = entry.unwrap().path();
         if path.to_string_lossy().ends_with(".incr.aof") {
             logged.extend(std::fs::read(path).unwrap());
         }
     }
-    let logged = String::from_utf8_lossy(&logged).to_lowercase();
-    assert!(logged.contains("set"), "{logged}");
-    assert!(!logged.contains("publish"), "{logged}");
+    String::from_utf8_lossy(&logged).to_lowercase()
+}
+
+/// `redis.set_repl` sends each write of a script where it says: REPL_ALL
+/// to both, REPL_AOF to the log only, REPL_REPLICA to the stream only,
+/// REPL_NONE nowhere; the transaction around them reaches both.
+#[test]
+fn set_repl_sends_each_script_write_where_it_says() {
+    let s = Server::start(&["--appendonly", "yes", "--appendfsync", "always"]);
+    let mut c = s.conn();
+    ok(
+        &mut c,
+        &["CONFIG", "SET", "repl-ping-replica-period", "3600"],
+    );
+    let mut link = Link::open(s.port, "SYNC");
+    link.rdb();
+    ok(
+        &mut c,
+        &[
+            "EVAL",
+            "redis.call('set','a','1') \
+             redis.set_repl(redis.REPL_NONE) redis.call('set','b','2') \
+             redis.set_repl(redis.REPL_AOF) redis.call('set','c','3') \
+             redis.set_repl(redis.REPL_REPLICA) redis.call('set','r','5') \
+             redis.set_repl(redis.REPL_ALL) redis.call('set','d','4')",
+            "0",
+        ],
+    );
+    link.expect(&[
+        &["select", "0"],
+        &["multi"],
+        &["set", "a", "1"],
+        &["set", "r", "5"],
+        &["set", "d", "4"],
+        &["exec"],
+    ]);
+    let logged = incr_aof_text(&s.dir);
+    let words: Vec<&str> = logged
+        .split("\r\n")
+        .filter(|l| !l.starts_with(['*', '$']))
+        .collect();
+    assert!(
+        words
+            .join(" ")
+            .contains("multi set a 1 set c 3 set d 4 exec"),
+        "{logged}"
+    );
+    // After an AOF reload only a, c and d are there.
+    let dir = s.kill_keep_dir();
+    let s = Server::start_in(dir, &["--appendonly", "yes"]);
+    let mut c = s.conn();
+    assert_eq!(
+        ok(&mut c, &["MGET", "a", "b", "c", "r", "d"]),
+        redis::Value::Array(vec![
+            redis::Value::BulkString(b"1".to_vec()),
+            redis::Value::Nil,
+            redis::Value::BulkString(b"3".to_vec()),
+            redis::Value::Nil,
+            redis::Value::BulkString(b"4".to_vec()),
+        ])
+    );
 }
 
 /// Replicas announcing `capa eof` that arrive within

@@ -478,3 +478,43 @@ fn monitor_shows_script_commands() {
         .expect("lua line");
     assert!(eval_at < lua_at, "{seen}");
 }
+
+/// `math.random` draws from one generator for the whole server, as Redis's
+/// single one: scripts run one after the other on different workers never
+/// repeat each other's values, and SCRIPT FLUSH (new VMs) does not restart
+/// the sequence; a seeded script stays deterministic.
+#[test]
+fn math_random_goes_on_across_workers_and_flushes() {
+    let server = Server::start(&["--io-threads", "4"]);
+    let draw = |con: &mut redis::Connection| -> String {
+        redis::cmd("EVAL")
+            .arg("return tostring(math.random())")
+            .arg(0)
+            .query(con)
+            .unwrap()
+    };
+    let mut seen = std::collections::HashSet::new();
+    for round in 0..3 {
+        // Fresh connections land on the workers in turn.
+        for _ in 0..4 {
+            let value = draw(&mut server.conn());
+            assert!(
+                seen.insert(value.clone()),
+                "{value} repeated in round {round}"
+            );
+        }
+        let _: () = redis::cmd("SCRIPT")
+            .arg("FLUSH")
+            .query(&mut server.conn())
+            .unwrap();
+    }
+    let seeded = |con: &mut redis::Connection| -> String {
+        redis::cmd("EVAL")
+            .arg("math.randomseed(ARGV[1]) return tostring(math.random())")
+            .arg(0)
+            .arg(42)
+            .query(con)
+            .unwrap()
+    };
+    assert_eq!(seeded(&mut server.conn()), seeded(&mut server.conn()));
+}

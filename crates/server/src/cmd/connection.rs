@@ -14,7 +14,7 @@ use crate::server::REDIS_VERSION;
 /// This family's commands.
 pub const COMMANDS: &[CommandSpec] = &[
     spec("ping", -1, FAST | SENTINEL, KeySpec::None, ping),
-    spec("echo", 2, FAST, KeySpec::None, echo),
+    spec("echo", 2, LOADING | STALE | FAST, KeySpec::None, echo),
     spec("select", 2, LOADING | STALE | FAST, KeySpec::None, select),
     spec(
         "quit",

@@ -39,7 +39,9 @@
 //! which records each one's effects in the session's AOF unit: a script
 //! whose run wrote more than once reaches the AOF as MULTI … EXEC, as Redis
 //! 7.0 propagates it; the script command itself is never propagated.
-//! `redis.set_repl` without AOF keeps a command's effects out of the unit.
+//! `redis.set_repl` sends a command's effects to the AOF only or to
+//! replicas only (marked in the unit, split by the AOF writer), or keeps
+//! them out of the unit (`REPL_NONE`).
 //!
 //! **Busy scripts.** Past `busy-reply-threshold` a run is *timed out*: the
 //! server answers `-BUSY` to every command not flagged `allow-busy`
@@ -61,6 +63,7 @@ use vireo_script::{EvalEngine, FunctionEngine, Host, Interrupt, LogLevel, ReplFl
 use crate::cmd::{flags, Ctx, KeySpec};
 use crate::exec::dispatch;
 use crate::exec::script_debug::{self, DebugMode, SocketChannel};
+use crate::persist::aof::feed::Destination;
 use crate::server::Server;
 
 /// Longest a script that already wrote waits for the shard of a key it
@@ -801,8 +804,9 @@ impl ScriptHost<'_, '_> {
     }
 
     /// Redis's `scriptCall` checks after the ACL's: writes refused in
-    /// read-only runs and SCRIPT DEBUG YES sessions, persistence errors,
-    /// OOM.
+    /// read-only runs and SCRIPT DEBUG YES sessions, then the first write
+    /// refused on a read-only replica, for persistence errors or missing
+    /// replicas, OOM.
     fn refusal(&self, spec: &crate::cmd::CommandSpec) -> Option<String> {
         let writes = spec.has(flags::WRITE);
         if self.mode.forked_debug && writes && !undoable(spec) {
@@ -812,6 +816,9 @@ impl ScriptHost<'_, '_> {
             return Some("ERR Write commands are not allowed from read-only scripts.".into());
         }
         if writes && !self.wrote {
+            if read_only_replica(self.ctx.server, self.ctx.session) {
+                return Some(READONLY_REPLICA.into());
+            }
             if let Some(msg) = dispatch::disk_error(self.ctx.server) {
                 return Some(msg);
             }
@@ -832,20 +839,25 @@ impl ScriptHost<'_, '_> {
 
     /// Runs `cmd` through the ordinary call path, its reply into `scratch`.
     fn execute(&mut self, cmd: crate::cmd::CmdRef, args: Args<'_>, resp: Protocol) {
+        let destination = self.destination();
         let ctx = &mut *self.ctx;
         self.scratch.clear();
         self.scratch.set_protocol(resp);
         std::mem::swap(ctx.out, &mut self.scratch);
         let deny_blocking = std::mem::replace(&mut ctx.deny_blocking, true);
         let in_script = std::mem::replace(&mut ctx.session.in_script, true);
-        let hidden = !self.repl.aof || self.mode.forked_debug;
+        let hidden = !(self.repl.aof || self.repl.replicas) || self.mode.forked_debug;
         let hidden_unit = hidden.then(|| std::mem::take(&mut ctx.session.aof_unit));
+        let destination = ctx.session.aof_unit.set_destination(destination);
         let dirty = ctx.dirty;
         dispatch::call(ctx, cmd, args);
         self.track_declared_keys(cmd.spec);
         let ctx = &mut *self.ctx;
-        if let Some(unit) = hidden_unit {
-            ctx.session.aof_unit = unit;
+        match hidden_unit {
+            Some(unit) => ctx.session.aof_unit = unit,
+            None => {
+                ctx.session.aof_unit.set_destination(destination);
+            }
         }
         if ctx.dirty > dirty {
             self.effects = true;
@@ -857,6 +869,16 @@ impl ScriptHost<'_, '_> {
 }
 
 impl ScriptHost<'_, '_> {
+    /// Where the effects of the next command go (`redis.set_repl`; with
+    /// neither destination they are not recorded at all).
+    fn destination(&self) -> Destination {
+        match (self.repl.aof, self.repl.replicas) {
+            (true, false) => Destination::LogOnly,
+            (false, true) => Destination::ReplicasOnly,
+            _ => Destination::Both,
+        }
+    }
+
     /// Saves, before a write in a SCRIPT DEBUG YES session, the keys it
     /// names as they are (first write to each only).
     fn save_for_undo(&mut self, spec: &crate::cmd::CommandSpec, args: Args<'_>) {
@@ -1200,7 +1222,7 @@ fn run_with(ctx: &mut Ctx<'_>, args: Args<'_>, kind: Kind, ro: bool, debug: Opti
             Ok(t) => t,
             Err(e) => return Err(e),
         };
-        if let Some(e) = prepare_error(server, &target.flags, ro) {
+        if let Some(e) = prepare_error(server, ctx.session, &target.flags, ro) {
             return Err(e);
         }
         run_target(
@@ -1266,13 +1288,45 @@ fn resolve(
     }
 }
 
-/// Redis's `scriptPrepareForRun` refusals.
-fn prepare_error(server: &Server, f: &ScriptFlags, ro: bool) -> Option<String> {
+/// What a write inside a script gets on a read-only replica (Redis's
+/// `shared.roslaveerr`).
+const READONLY_REPLICA: &str = "READONLY You can't write against a read only replica.";
+
+/// Whether writes of `session`'s scripts are refused because this server
+/// is a read-only replica (its master's link, and the AOF being loaded,
+/// are obeyed: Redis's `mustObeyClient`).
+fn read_only_replica(server: &Server, session: &crate::net::session::Session) -> bool {
+    !(session.from_master || session.replaying)
+        && server.repl.is_replica()
+        && server.config.flag("replica-read-only")
+}
+
+/// Redis's `scriptPrepareForRun` refusals. EVAL and EVALSHA are flagged
+/// `stale`, so a script without a shebang meets the stale replica here;
+/// the others were refused MASTERDOWN by the dispatch already, unless
+/// queued in a transaction.
+fn prepare_error(
+    server: &Server,
+    session: &crate::net::session::Session,
+    f: &ScriptFlags,
+    ro: bool,
+) -> Option<String> {
+    let stale = dispatch::serving_stale_refused(server);
     if f.eval_compat_mode {
-        return None;
+        return stale.then(|| {
+            "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."
+                .to_owned()
+        });
     }
+    if stale && !f.allow_stale {
+        return Some("MASTERDOWN Link with MASTER is down, replica-serve-stale-data is set to 'no' and 'allow-stale' flag is not set on the script.".to_owned());
+    }
+    let obeyed = session.from_master || session.replaying;
     if !f.no_writes {
-        if let Some(kind) = dispatch::disk_error_kind(server) {
+        if read_only_replica(server, session) {
+            return Some("READONLY Can not run script with write flag on readonly replica".into());
+        }
+        if let Some(kind) = dispatch::disk_error_kind(server).filter(|_| !obeyed) {
             return Some(match kind {
                 dispatch::DiskError::Rdb => "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Writable scripts are blocked. Use 'no-writes' flag for read only scripts.".to_owned(),
                 dispatch::DiskError::Aof(e) => format!("MISCONF Redis is configured to persist data to AOF, but it's currently unable to persist to disk. Writable scripts are blocked. Use 'no-writes' flag for read only scripts. AOF error: {e}"),
@@ -1280,6 +1334,9 @@ fn prepare_error(server: &Server, f: &ScriptFlags, ro: bool) -> Option<String> {
         }
         if ro {
             return Some("ERR Can not execute a script with write flag using *_ro command.".into());
+        }
+        if let Some(msg) = dispatch::replicas_error(server) {
+            return Some(msg.to_owned());
         }
     }
     if server.config.maxmemory() > 0 && over_maxmemory(server) && !(f.allow_oom || f.no_writes) {

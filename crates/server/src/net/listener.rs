@@ -42,6 +42,8 @@ pub enum Rebind {
     TlsPort,
     /// `bind`: the plaintext and TLS listeners.
     Bind,
+    /// SHUTDOWN: every listener closed, none bound again.
+    Close,
 }
 
 /// A rebind request and where its outcome goes.
@@ -235,8 +237,15 @@ fn deregister_all(poll: &Poll, listeners: &mut Listeners) {
 
 /// Serves one rebind on the acceptor thread: closes the TCP (and for a
 /// `bind` change, TLS) listeners and binds them again from the
-/// configuration. Port 0 leaves no plaintext listener, as in Redis.
+/// configuration (every listener, and none again, for `Close`). Port 0
+/// leaves no plaintext listener, as in Redis.
 fn serve_rebind(server: &Server, listeners: &mut Listeners, what: Rebind) -> Result<(), String> {
+    if what == Rebind::Close {
+        listeners.tcp.clear();
+        listeners.tls.clear();
+        listeners.unix = None;
+        return Ok(());
+    }
     let plain = what != Rebind::TlsPort;
     let tls = what != Rebind::Port;
     if plain {
@@ -278,6 +287,15 @@ fn serve_rebind(server: &Server, listeners: &mut Listeners, what: Rebind) -> Res
         server.bound_port.store(u64::from(port), Ordering::Relaxed);
     }
     Ok(())
+}
+
+/// Closes every listener before a shutdown goes on (Redis's
+/// `closeListeningSockets`): once the SHUTDOWN client sees its connection
+/// close, new connections are refused, never accepted and dropped.
+pub fn close_listeners() {
+    if let Err(e) = rebind(Rebind::Close) {
+        tracing::debug!("closing the listeners: {e}");
+    }
 }
 
 /// Accepts connections until shutdown.

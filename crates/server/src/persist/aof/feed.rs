@@ -30,15 +30,33 @@ use vireo_resp::Args;
 /// length (4), first database (4), last database (4) and flags (4).
 const HEADER: usize = 24;
 
-/// Unit flag: the unit holds replication-only commands.
-const HAS_REPL_ONLY: u32 = 1;
+/// Unit flag: the unit holds commands for one destination only.
+const HAS_MARKED: u32 = 1;
 
 /// First byte of a command that goes to replicas and not to the log
 /// (PUBLISH, as Redis propagates it): a multibulk whose `*` is replaced by
 /// this byte, which no RESP command starts with. The writer restores the
 /// `*` for the stream and drops the command from the file
-/// ([`split_repl_only`]).
+/// ([`split_marked`]).
 pub const REPL_ONLY_MARK: u8 = b'!';
+
+/// First byte of a command that goes to the log and not to replicas (a
+/// script's write under `redis.set_repl(redis.REPL_AOF)`), marked as
+/// [`REPL_ONLY_MARK`] is.
+pub const AOF_ONLY_MARK: u8 = b'&';
+
+/// Where the commands added to a [`Unit`] go: a script's
+/// `redis.set_repl` sends its writes to the log only or to replicas only.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Destination {
+    /// The log and the replicas (every command but a script's).
+    #[default]
+    Both,
+    /// The log only (`redis.REPL_AOF`).
+    LogOnly,
+    /// The replicas only (`redis.REPL_REPLICA`).
+    ReplicasOnly,
+}
 
 const MULTI: &[u8] = b"*1\r\n$5\r\nMULTI\r\n";
 const EXEC: &[u8] = b"*1\r\n$4\r\nEXEC\r\n";
@@ -55,8 +73,11 @@ pub struct Unit {
     ops: u32,
     /// The commands go out one by one, without MULTI/EXEC ([`Unit::unwrapped`]).
     unwrapped: bool,
-    /// Some command is for replicas only ([`REPL_ONLY_MARK`]).
-    repl_only: bool,
+    /// Some command is for one destination only ([`REPL_ONLY_MARK`],
+    /// [`AOF_ONLY_MARK`]).
+    marked: bool,
+    /// Where the commands added now go.
+    destination: Destination,
     first_db: usize,
     last_db: usize,
 }
@@ -73,7 +94,14 @@ impl Unit {
         self.bytes.clear();
         self.ops = 0;
         self.unwrapped = false;
-        self.repl_only = false;
+        self.marked = false;
+    }
+
+    /// Sends the commands added from now on to `destination` (the
+    /// MULTI/EXEC and SELECTs around them go to both); returns the one it
+    /// replaces.
+    pub fn set_destination(&mut self, destination: Destination) -> Destination {
+        std::mem::replace(&mut self.destination, destination)
     }
 
     /// Leaves this unit's commands unwrapped (no MULTI/EXEC): the lazy
@@ -86,7 +114,7 @@ impl Unit {
 
     /// Adds a command applying to database `db`, given as arguments.
     pub fn push_args(&mut self, db: usize, args: Args<'_>) {
-        self.begin(db);
+        let start = self.begin(db);
         // A request that came in canonical RESP is its own encoding
         // (callgrind: a copy instead of encoding saves ~300 instructions
         // per SET).
@@ -94,22 +122,44 @@ impl Unit {
             Some(raw) => self.bytes.extend_from_slice(raw),
             None => encode_with(&mut self.bytes, args.len(), || args.iter()),
         }
+        self.mark(start);
     }
 
     /// Adds a command applying to database `db`.
     pub fn push_command<A: AsRef<[u8]>>(&mut self, db: usize, cmd: &[A]) {
-        self.begin(db);
+        let start = self.begin(db);
         encode_with(&mut self.bytes, cmd.len(), || {
             cmd.iter().map(|a| a.as_ref())
         });
+        self.mark(start);
     }
 
     /// Adds a command applying to database `db`, already RESP-encoded
-    /// (or marked for replicas only, see [`encode_repl_only`]).
+    /// (or marked for replicas only, see [`encode_repl_only`]: dropped
+    /// when the unit's destination is the log only).
     pub fn push_encoded(&mut self, db: usize, bytes: &[u8]) {
-        self.begin(db);
-        self.repl_only |= bytes.first() == Some(&REPL_ONLY_MARK);
+        let repl_only = bytes.first() == Some(&REPL_ONLY_MARK);
+        if repl_only && self.destination == Destination::LogOnly {
+            return;
+        }
+        let start = self.begin(db);
         self.bytes.extend_from_slice(bytes);
+        if repl_only {
+            self.marked = true;
+        } else {
+            self.mark(start);
+        }
+    }
+
+    /// Marks the command at `start` for the unit's destination.
+    fn mark(&mut self, start: usize) {
+        let mark = match self.destination {
+            Destination::Both => return,
+            Destination::LogOnly => AOF_ONLY_MARK,
+            Destination::ReplicasOnly => REPL_ONLY_MARK,
+        };
+        self.bytes[start] = mark;
+        self.marked = true;
     }
 
     /// The RESP bytes so far, without the closing EXEC.
@@ -117,7 +167,9 @@ impl Unit {
         &self.bytes
     }
 
-    fn begin(&mut self, db: usize) {
+    /// Opens the next command (MULTI and SELECT as needed); returns the
+    /// offset where its bytes go.
+    fn begin(&mut self, db: usize) -> usize {
         if self.ops == 0 {
             self.first_db = db;
             self.last_db = db;
@@ -135,6 +187,7 @@ impl Unit {
             }
         }
         self.ops += 1;
+        self.bytes.len()
     }
 
     /// Closes a transaction's MULTI (once, before the unit is staged).
@@ -229,7 +282,7 @@ impl Slot {
         header[8..12].copy_from_slice(&(unit.bytes.len() as u32).to_le_bytes());
         header[12..16].copy_from_slice(&(unit.first_db as u32).to_le_bytes());
         header[16..20].copy_from_slice(&(unit.last_db as u32).to_le_bytes());
-        let flags = if unit.repl_only { HAS_REPL_ONLY } else { 0 };
+        let flags = if unit.marked { HAS_MARKED } else { 0 };
         header[20..24].copy_from_slice(&flags.to_le_bytes());
         let mut units = self.units.lock();
         let seq = next();
@@ -322,10 +375,10 @@ impl Merger {
     }
 
     /// Appends to `out`, in sequence order, every unit taken whose number
-    /// is below `bound`. True if one of them holds replication-only
-    /// commands (then `out` needs [`split_repl_only`]).
+    /// is below `bound`. True if one of them holds commands for one
+    /// destination only (then `out` needs [`split_marked`]).
     pub(super) fn emit_until(&mut self, bound: u64, out: &mut Vec<u8>) -> bool {
-        let mut repl_only = false;
+        let mut marked = false;
         loop {
             // The queue with the lowest head, and the next lowest head: that
             // queue's units below both go out in one run.
@@ -344,10 +397,10 @@ impl Merger {
                 }
             }
             let Some((i, seq)) = best else {
-                return repl_only;
+                return marked;
             };
             if seq >= bound {
-                return repl_only;
+                return marked;
             }
             let stop = second.min(bound);
             let q = &mut self.queues[i];
@@ -361,7 +414,7 @@ impl Merger {
                 let len = field(8) as usize;
                 let first_db = field(12) as usize;
                 let last_db = field(16) as usize;
-                repl_only |= field(20) & HAS_REPL_ONLY != 0;
+                marked |= field(20) & HAS_MARKED != 0;
                 if self.selected_db != Some(first_db) {
                     let mut num = itoa::Buffer::new();
                     let db_s = num.format(first_db);
@@ -389,23 +442,33 @@ pub fn encode_repl_only<A: AsRef<[u8]>>(cmd: &[A]) -> Vec<u8> {
     bytes
 }
 
-/// Splits merged units holding replication-only commands: `data` keeps
-/// what the log gets (those commands dropped), and the stream's bytes
-/// (every command, marks restored to `*`) are returned. Only called for
-/// runs that hold such commands, so the common path never walks the
-/// bytes.
-pub(super) fn split_repl_only(data: &mut Vec<u8>) -> Vec<u8> {
-    let mut stream = data.clone();
+/// Splits merged units holding commands for one destination only:
+/// `data` keeps what the log gets (replication-only commands dropped,
+/// log-only ones with their `*` back), and the stream's bytes are returned
+/// (log-only commands dropped, replication-only ones with their `*` back).
+/// Only called for runs that hold such commands, so the common path never
+/// walks the bytes.
+pub(super) fn split_marked(data: &mut Vec<u8>) -> Vec<u8> {
+    let mut stream = Vec::with_capacity(data.len());
     let mut file = Vec::with_capacity(data.len());
     let mut at = 0;
     while at < data.len() {
-        let len = command_len(&data[at..]);
-        if data[at] == REPL_ONLY_MARK {
-            stream[at] = b'*';
-        } else {
-            file.extend_from_slice(&data[at..at + len]);
+        let command = &data[at..at + command_len(&data[at..])];
+        let (to_file, to_stream) = match command[0] {
+            REPL_ONLY_MARK => (false, true),
+            AOF_ONLY_MARK => (true, false),
+            _ => (true, true),
+        };
+        for (wanted, out) in [(to_file, &mut file), (to_stream, &mut stream)] {
+            if wanted {
+                let start = out.len();
+                out.extend_from_slice(command);
+                if to_file != to_stream {
+                    out[start] = b'*';
+                }
+            }
         }
-        at += len;
+        at += command.len();
     }
     *data = file;
     stream
@@ -473,7 +536,7 @@ mod tests {
         m.take(std::slice::from_ref(&slot));
         let mut data = Vec::new();
         assert!(m.emit_until(2, &mut data));
-        let stream = split_repl_only(&mut data);
+        let stream = split_marked(&mut data);
         let want_stream: Vec<Vec<&str>> = vec![
             vec!["SELECT", "2"],
             vec!["MULTI"],
@@ -497,37 +560,94 @@ mod tests {
         assert!(!m.emit_until(3, &mut Vec::new()), "no flag without PUBLISH");
     }
 
-    /// Random encoded commands, some marked, some cut short: the split
-    /// never panics, the log keeps exactly the unmarked commands and the
-    /// stream every byte with the marks restored.
+    /// A script's writes under `redis.set_repl`: log-only and
+    /// replicas-only commands inside one transaction, with SELECTs and
+    /// MULTI/EXEC kept for both; a replication-only PUBLISH of a log-only
+    /// run is dropped.
     #[test]
-    fn splitting_random_runs_keeps_every_unmarked_command() {
+    fn commands_for_one_destination_reach_only_it() {
+        let mut u = Unit::default();
+        u.push_command(0, &["SET", "a", "1"]);
+        assert_eq!(u.set_destination(Destination::LogOnly), Destination::Both);
+        u.push_command(1, &["SET", "c", "3"]);
+        u.push_encoded(1, &encode_repl_only(&["PUBLISH", "ch", "m"]));
+        u.set_destination(Destination::ReplicasOnly);
+        u.push_command(1, &["SET", "r", "5"]);
+        u.set_destination(Destination::Both);
+        u.push_command(0, &["SET", "d", "4"]);
+        let slot = Slot::default();
+        slot.stage(&mut u, || 0);
+        let mut m = Merger::new(1);
+        m.take(std::slice::from_ref(&slot));
+        let mut data = Vec::new();
+        assert!(m.emit_until(1, &mut data));
+        let stream = split_marked(&mut data);
+        let command = |c: &[&str]| c.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let around = |inner: &[&[&str]]| {
+            let mut all = vec![command(&["SELECT", "0"]), command(&["MULTI"])];
+            all.extend(inner.iter().map(|c| command(c)));
+            all.push(command(&["EXEC"]));
+            all
+        };
+        assert_eq!(
+            commands(&data),
+            around(&[
+                &["SET", "a", "1"],
+                &["SELECT", "1"],
+                &["SET", "c", "3"],
+                &["SELECT", "0"],
+                &["SET", "d", "4"],
+            ])
+        );
+        assert_eq!(
+            commands(&stream),
+            around(&[
+                &["SET", "a", "1"],
+                &["SELECT", "1"],
+                &["SET", "r", "5"],
+                &["SELECT", "0"],
+                &["SET", "d", "4"],
+            ])
+        );
+    }
+
+    /// Random encoded commands, some marked for one destination, some cut
+    /// short: the split never panics, the log keeps exactly the commands
+    /// not for replicas only and the stream those not for the log only,
+    /// marks restored.
+    #[test]
+    fn splitting_random_runs_keeps_each_destinations_commands() {
         let mut rng = fastrand::Rng::with_seed(7);
         for _ in 0..2000 {
-            let (mut data, mut log) = (Vec::new(), Vec::new());
+            let (mut data, mut log, mut repl) = (Vec::new(), Vec::new(), Vec::new());
             let count = rng.usize(0..6);
             for _ in 0..count {
                 let args: Vec<Vec<u8>> = (0..rng.usize(1..4))
                     .map(|_| (0..rng.usize(0..12)).map(|_| rng.u8(..)).collect())
                     .collect();
-                if rng.bool() {
-                    data.extend_from_slice(&encode_repl_only(&args));
-                } else {
-                    let start = data.len();
-                    encode_with(&mut data, args.len(), || args.iter().map(|a| &a[..]));
-                    log.extend_from_slice(&data[start..]);
+                let start = data.len();
+                encode_with(&mut data, args.len(), || args.iter().map(|a| &a[..]));
+                let plain = data[start..].to_vec();
+                match rng.u8(0..3) {
+                    0 => data[start] = REPL_ONLY_MARK,
+                    1 => {
+                        data[start] = AOF_ONLY_MARK;
+                        log.extend_from_slice(&plain);
+                        continue;
+                    }
+                    _ => log.extend_from_slice(&plain),
                 }
+                repl.extend_from_slice(&plain);
             }
             let mut all = data.clone();
             if rng.bool() && !all.is_empty() {
                 all.truncate(rng.usize(..all.len()));
             }
-            let before = all.clone();
-            let stream = split_repl_only(&mut all);
-            assert_eq!(stream.len(), before.len());
-            if before.len() == data.len() {
+            let complete = all.len() == data.len();
+            let stream = split_marked(&mut all);
+            if complete {
                 assert_eq!(all, log);
-                assert_eq!(commands(&stream).len(), count);
+                assert_eq!(stream, repl);
             }
         }
     }

@@ -765,13 +765,13 @@ fn emit_and_replicate(
     stamped_second: &mut u64,
 ) {
     let before = data.len();
-    let repl_only = merger.emit_until(bound, data);
+    let marked = merger.emit_until(bound, data);
     if data.len() == before {
         return;
     }
-    if repl_only {
+    if marked {
         let mut run = data.split_off(before);
-        let stream = feed::split_repl_only(&mut run);
+        let stream = feed::split_marked(&mut run);
         data.extend_from_slice(&run);
         crate::repl::feed_stream(server, &stream);
     } else {
