@@ -252,7 +252,12 @@ fn range_keys(argc: usize, first: i32, last: i32, step: i32) -> Vec<usize> {
 
 /// The argument indices a (first, last, step) triple names over `argc`
 /// arguments, without allocating (the dispatcher locks from it directly).
-pub fn key_range(argc: usize, first: i32, last: i32, step: i32) -> impl Iterator<Item = usize> {
+pub fn key_range(
+    argc: usize,
+    first: i32,
+    last: i32,
+    step: i32,
+) -> impl Iterator<Item = usize> + Clone {
     let valid = first > 0 && step > 0;
     let last = if last < 0 {
         argc as i64 + last as i64

@@ -173,23 +173,29 @@ impl LookAhead {
                 .first()
                 .and_then(|&(s, e)| crate::cmd::table().lookup(&command[s..e]));
             let first_key = found;
-            if let Some(KeySpec::Range { first, last, step }) = cmd.map(|c| c.spec.keys) {
-                let indices = || {
-                    crate::cmd::key_range(argc, first, last, step).take_while(|&i| i < args.len())
-                };
-                let room = PREFETCH_KEYS - found;
-                if indices().count() > room && found > 0 {
-                    break; // the next batch starts with this command
-                }
-                for i in indices().take(room) {
-                    let (s, e) = args[i];
-                    let key = &command[s..e];
-                    if key.len() <= PREFETCH_MAX_KEY {
-                        hashes[found] = vireo_store::dict::hash_key(key);
-                        memo.remember(key, hashes[found]);
-                        found += 1;
-                    }
-                }
+            let fits = match cmd.map(|c| c.spec.keys) {
+                Some(KeySpec::Range { first, last, step }) => remember_keys(
+                    crate::cmd::key_range(argc, first, last, step),
+                    command,
+                    args,
+                    memo,
+                    &mut hashes,
+                    &mut found,
+                ),
+                // EVAL, EVALSHA and FCALL (their keys follow a count), the
+                // ZUNION family, XREAD …: only when every argument was seen.
+                Some(KeySpec::Custom { find, .. }) if argc == args.len() => remember_keys(
+                    find(Args::new(command, args)).into_iter(),
+                    command,
+                    args,
+                    memo,
+                    &mut hashes,
+                    &mut found,
+                ),
+                _ => true,
+            };
+            if !fits {
+                break; // the next batch starts with this command
             }
             // Members of the command's one key (HSET's fields, SADD's members).
             if let (Some((first, step)), true) =
@@ -234,6 +240,34 @@ impl LookAhead {
         }
         at
     }
+}
+
+/// Hashes the keys at `indices` of one command into `hashes[found..]`
+/// (and the memo) for prefetching; false, with nothing taken, when they
+/// do not fit the batch's room and earlier commands already found keys.
+fn remember_keys<'buf>(
+    indices: impl Iterator<Item = usize> + Clone,
+    command: &'buf [u8],
+    args: &[(usize, usize)],
+    memo: &hash_memo::Scope<'buf>,
+    hashes: &mut [u64; PREFETCH_KEYS],
+    found: &mut usize,
+) -> bool {
+    let indices = indices.take_while(|&i| i < args.len());
+    let room = PREFETCH_KEYS - *found;
+    if indices.clone().count() > room && *found > 0 {
+        return false;
+    }
+    for i in indices.take(room) {
+        let (s, e) = args[i];
+        let key = &command[s..e];
+        if key.len() <= PREFETCH_MAX_KEY {
+            hashes[*found] = vireo_store::dict::hash_key(key);
+            memo.remember(key, hashes[*found]);
+            *found += 1;
+        }
+    }
+    true
 }
 
 #[cfg(test)]
@@ -300,6 +334,33 @@ mod tests {
             look(&mut la, &server, 0, empty_after.as_bytes()),
             empty_after.len()
         );
+    }
+
+    #[test]
+    fn script_keys_after_their_count_are_prefetched() {
+        let server = Server::new(Config::default(), 1);
+        let mut la = LookAhead::new();
+        let evalsha = |keys: usize| {
+            let mut c = format!("*{}\r\n$7\r\nEVALSHA\r\n$3\r\nsha\r\n", keys + 3);
+            let count = keys.to_string();
+            c += &format!("${}\r\n{count}\r\n", count.len());
+            for i in 0..keys {
+                c += &format!("$6\r\nkey:{i:02}\r\n");
+            }
+            c
+        };
+        // Twenty keys each: the second script's do not fit the batch's
+        // room, so the batch ends after the first, as for MSET.
+        let twenty = evalsha(20);
+        assert_eq!(
+            look(&mut la, &server, 0, twenty.repeat(3).as_bytes()),
+            twenty.len()
+        );
+        // A count past the arguments or not a number finds no keys and
+        // ends nothing.
+        let wrong = "*4\r\n$7\r\nEVALSHA\r\n$3\r\nsha\r\n$3\r\n999\r\n$1\r\nk\r\n\
+                     *4\r\n$4\r\nEVAL\r\n$1\r\nx\r\n$2\r\n-5\r\n$1\r\nk\r\n";
+        assert_eq!(look(&mut la, &server, 0, wrong.as_bytes()), wrong.len());
     }
 
     /// Every command `take` hands out, as (offset, arguments, name).
