@@ -16,6 +16,8 @@ use vireo_store::glob::glob_match;
 
 use crate::server::REDIS_VERSION;
 
+mod cmdline;
+
 /// How a parameter's value is checked and printed.
 #[derive(Clone, Copy)]
 enum Kind {
@@ -185,7 +187,7 @@ static PARAMS: &[Param] = &[
     Param {
         name: "replicaof",
         aliases: &["slaveof"],
-        kind: S,
+        kind: X,
         default: "",
         mutable: false,
     },
@@ -616,6 +618,19 @@ impl Default for Config {
     }
 }
 
+/// The parameters Redis marks MULTI_ARG_CONFIG: a config line may give
+/// them any number of arguments (they check the count themselves).
+const MULTI_ARG: &[&str] = &[
+    "save",
+    "client-output-buffer-limit",
+    "oom-score-adj-values",
+    "bind",
+    "replicaof",
+    "latency-tracking-info-percentiles",
+    "shutdown-on-sigint",
+    "shutdown-on-sigterm",
+];
+
 /// The error `redis-server` prints for a bad config file line.
 fn fatal(line_no: usize, line: &str, reason: &str) -> String {
     format!(
@@ -630,65 +645,35 @@ impl Config {
     /// `--name value …` options. Err is the message to print before exiting.
     pub fn from_args(args: &[String]) -> Result<Config, String> {
         let mut config = Config::default();
+        let line = cmdline::parse(args);
         let mut text = String::new();
-        let mut rest = args;
-        if let Some(first) = args.first() {
-            if !first.starts_with("--") || first == "-" {
-                let content = if first == "-" {
-                    let mut s = String::new();
-                    std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
-                        .map_err(|e| e.to_string())?;
-                    s
-                } else {
-                    let path = PathBuf::from(first);
-                    let s = std::fs::read_to_string(&path).map_err(|e| {
-                        format!(
-                            "Fatal error, can't open config file '{first}': {}",
-                            io_reason(&e)
-                        )
-                    })?;
-                    config.file = Some(std::fs::canonicalize(&path).unwrap_or(path));
-                    s
-                };
-                text.push_str(&content);
-                text.push('\n');
-                rest = &args[1..];
-            }
+        if let Some(file) = &line.file {
+            let path = PathBuf::from(file);
+            text = std::fs::read_to_string(&path).map_err(|e| {
+                format!(
+                    "Fatal error, can't open config file '{file}': {}",
+                    io_reason(&e)
+                )
+            })?;
+            config.file = Some(std::fs::canonicalize(&path).unwrap_or(path));
         }
-        // Options become config lines: "--port 6380" is "port 6380".
-        let mut option_lines: Vec<Vec<String>> = Vec::new();
-        for a in rest {
-            if let Some(name) = a.strip_prefix("--") {
-                option_lines.push(vec![name.to_string()]);
-            } else if let Some(cur) = option_lines.last_mut() {
-                cur.push(a.clone());
-            } else {
-                return Err(format!("Invalid argument '{a}'"));
-            }
+        if line.stdin {
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+                .map_err(|e| e.to_string())?;
         }
+        // The options are config lines after the file's, as in Redis.
+        text.push('\n');
+        text.push_str(&line.options);
         let mut seen_save = false;
-        let (lines, base) = (text.lines().map(String::from).collect::<Vec<_>>(), 1);
-        for (i, line) in lines.iter().enumerate() {
+        for (i, line) in text.lines().enumerate() {
             if is_comment(line) {
                 continue;
             }
             let words = split_args(line)
-                .ok_or_else(|| fatal(i + base, line, "Unbalanced quotes in configuration line"))?;
+                .ok_or_else(|| fatal(i + 1, line, "Unbalanced quotes in configuration line"))?;
             config
                 .apply_line(&words, &mut seen_save, 0)
-                .map_err(|e| fatal(i + base, line, &e))?;
-        }
-        for words in option_lines {
-            let line = words.join(" ");
-            // "--save" alone means `save ""`.
-            let words = if words.len() == 1 && words[0] == "save" {
-                vec!["save".to_string(), String::new()]
-            } else {
-                words
-            };
-            config
-                .apply_line(&words, &mut seen_save, 0)
-                .map_err(|e| fatal(lines.len() + 1, &line, &e))?;
+                .map_err(|e| fatal(i + 1, line, &e))?;
         }
         config.refresh_hot();
         Ok(config)
@@ -768,8 +753,8 @@ impl Config {
             *seen_save = true;
             return Ok(());
         }
-        let arg_ok = matches!(param.kind, Kind::Special | Kind::Str) || words.len() == 2;
-        if !arg_ok {
+        // Only Redis's MULTI_ARG configs take other than one argument.
+        if words.len() != 2 && !MULTI_ARG.contains(&param.name) {
             return Err("wrong number of arguments".into());
         }
         let value = normalise(param, &raw)?;
@@ -991,6 +976,10 @@ impl Config {
             );
         }
         if p.name == "replicaof" {
+            // No master: no line, even when forced (Redis writes none).
+            if v.is_empty() {
+                return None;
+            }
             // Two arguments, as Redis writes them.
             let words: Vec<String> = v.split_whitespace().map(quote).collect();
             return Some(format!("replicaof {}", words.join(" ")));
@@ -1458,6 +1447,16 @@ fn normalise_special(name: &str, raw: &str) -> Result<String, String> {
             }
             Ok(words.join(" "))
         }
+        "replicaof" => match words[..] {
+            [no, one] if no.eq_ignore_ascii_case("no") && one.eq_ignore_ascii_case("one") => {
+                Ok(String::new())
+            }
+            [host, port] => match vireo_resp::number::parse_i64(port.as_bytes()) {
+                Some(p) if (0..=65535).contains(&p) => Ok(format!("{host} {p}")),
+                _ => Err("Invalid master port".into()),
+            },
+            _ => Err("wrong number of arguments".into()),
+        },
         "dir" => {
             if raw.is_empty() {
                 return Err("No such file or directory".into());
@@ -1549,7 +1548,21 @@ fn normalise_special(name: &str, raw: &str) -> Result<String, String> {
                     OPTS.join(", ")
                 ));
             }
-            Ok(lower.join(" "))
+            if lower.iter().any(|w| w == "save") && lower.iter().any(|w| w == "nosave") {
+                return Err("shutdown options SAVE and NOSAVE can't be used simultaneously".into());
+            }
+            // Redis keeps a set of flags and prints them in its table's
+            // order; none set is `default`.
+            let set: Vec<&str> = OPTS[1..]
+                .iter()
+                .copied()
+                .filter(|o| lower.iter().any(|w| w == o))
+                .collect();
+            Ok(if set.is_empty() {
+                "default".into()
+            } else {
+                set.join(" ")
+            })
         }
         _ => Ok(raw.to_string()),
     }

@@ -235,6 +235,36 @@ fn a_subscriber_over_the_soft_limit_goes_after_its_seconds() {
     assert!(gone_after >= Duration::from_millis(200), "{gone_after:?}");
 }
 
+/// The soft limit with no traffic after going over it: the server's
+/// periodic check (Redis's clientsCron) still cuts the subscriber off once
+/// its seconds are up, with nothing more written to it.
+#[test]
+fn a_subscriber_over_the_soft_limit_goes_even_when_traffic_stops() {
+    let Flood {
+        srv,
+        _lazy,
+        mut publisher,
+    } = Flood::start(&[], "0 64kb 1", "quiet");
+    let mut con = srv.conn();
+    let payload = "x".repeat(16 * 1024);
+    let started = std::time::Instant::now();
+    while started.elapsed() < Duration::from_millis(300) {
+        publisher.call(&["PUBLISH", "quiet", &payload]);
+    }
+    // Nothing more is published: only the periodic check can act.
+    let pubsub_clients = |con: &mut redis::Connection| {
+        common::q(con, &["CLIENT", "LIST", "TYPE", "pubsub"]).unwrap()
+    };
+    assert_ne!(
+        pubsub_clients(&mut con),
+        redis::Value::BulkString(Vec::new())
+    );
+    common::eventually("the quiet subscriber to be cut off", || {
+        pubsub_clients(&mut con) == redis::Value::BulkString(Vec::new())
+    });
+    assert!(started.elapsed() >= Duration::from_secs(1));
+}
+
 #[test]
 fn keyspace_events_arrive_in_redis_order() {
     let srv = common::Server::start(&["--io-threads", "2"]);

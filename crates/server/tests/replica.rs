@@ -50,6 +50,36 @@ fn get(c: &mut redis::Connection, key: &str) -> Option<String> {
     redis::cmd("GET").arg(key).query(c).unwrap()
 }
 
+/// `bind-source-addr`: the replica's link to its master leaves from that
+/// address (the master lists the replica under it); an address this host
+/// cannot bind falls back to an unbound connection, as Redis's
+/// best-effort binding does.
+#[test]
+fn the_link_to_the_master_leaves_from_bind_source_addr() {
+    if TcpListener::bind("127.0.0.2:0").is_err() {
+        eprintln!("note: 127.0.0.2 cannot be bound here; skipping");
+        return;
+    }
+    let m = Server::start(&["--protected-mode", "no"]);
+    let mut mc = m.conn();
+    for (source, listed) in [
+        ("127.0.0.2", "ip=127.0.0.2,"),
+        ("192.0.2.1", "ip=127.0.0.1,"),
+    ] {
+        let r = Server::start(&[]);
+        let mut rc = r.conn();
+        ok(&mut rc, &["CONFIG", "SET", "bind-source-addr", source]);
+        replicaof(&mut rc, m.port);
+        wait_up(&mut rc);
+        let slave0 = info_field(&mut mc, "slave0");
+        assert!(slave0.contains(listed), "{source}: {slave0}");
+        drop(r);
+        eventually("the replica to be gone", || {
+            info_field(&mut mc, "connected_slaves") == "0"
+        });
+    }
+}
+
 #[test]
 fn a_replica_syncs_follows_and_refuses_writes() {
     let (m, _) = start_logged(&[]);

@@ -70,10 +70,21 @@ pub const COMMANDS: &[CommandSpec] = &[
 ];
 
 fn sync(ctx: &mut Ctx<'_>, _args: Args<'_>) {
-    if let Some(msg) = crate::repl::sync_refusal(ctx.server) {
+    if let Some(msg) = sync_refusal(ctx) {
         return ctx.out.error(msg);
     }
     ctx.session.repl.handoff = Some(SyncKind::Sync);
+}
+
+/// Why this client may not sync now: the server's reasons, or a filtered
+/// RDB asked by a client that cannot read one streamed (Redis sends
+/// filtered RDBs only over the socket, never through the RDB file).
+fn sync_refusal(ctx: &Ctx<'_>) -> Option<&'static str> {
+    crate::repl::sync_refusal(ctx.server).or_else(|| {
+        let repl = &ctx.session.repl;
+        (repl.filter.is_filtered() && !repl.capa_eof)
+            .then_some("ERR Filtered replica requires EOF capability")
+    })
 }
 
 /// PSYNC replid offset: the link decides between a partial and a full
@@ -88,7 +99,7 @@ fn psync(ctx: &mut Ctx<'_>, args: Args<'_>) {
             return ctx.out.error(e);
         }
     }
-    if let Some(msg) = crate::repl::sync_refusal(ctx.server) {
+    if let Some(msg) = sync_refusal(ctx) {
         return ctx.out.error(msg);
     }
     let Some(offset) = parse_i64(args.get(2)) else {
@@ -175,7 +186,21 @@ fn replconf(ctx: &mut Ctx<'_>, args: Args<'_>) {
             return;
         } else if is(opt, "capa") {
             ctx.session.repl.capa_eof |= is(value, "eof");
-        } else if !is(opt, "rdb-only") {
+        } else if is(opt, "rdb-only") {
+            match parse_i64(value) {
+                None => return ctx.out.error(errors::NOT_INT),
+                Some(v @ 0..=1) => ctx.session.repl.rdb_only = v == 1,
+                Some(_) => {
+                    return ctx
+                        .out
+                        .error("ERR value is out of range, value must between 0 and 1")
+                }
+            }
+        } else if is(opt, "rdb-filter-only") {
+            if let Err(e) = ctx.session.repl.filter.apply(&text(value)) {
+                return ctx.out.error(&e);
+            }
+        } else {
             return ctx
                 .out
                 .error(&format!("ERR Unrecognized REPLCONF option: {}", text(opt)));

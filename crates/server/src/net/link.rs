@@ -13,13 +13,53 @@
 //! alert, a key update) from interleaving on the socket.
 
 use std::io::{self, Read, Write};
-use std::net::{Shutdown, TcpStream};
+use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::Arc;
+use std::time::Duration;
 
 use parking_lot::Mutex;
 use rustls::pki_types::ServerName;
 use rustls::{ClientConfig, ClientConnection, Connection};
-use socket2::{SockRef, Socket};
+use socket2::{Domain, Protocol, SockRef, Socket, Type};
+
+/// Connects to `addr` within `timeout`, from `source` (`bind-source-addr`)
+/// when one is set. As Redis's best-effort binding: when the socket
+/// cannot be bound there, or connecting from there fails, it connects
+/// again without binding.
+pub fn connect_from(
+    addr: &SocketAddr,
+    source: Option<&str>,
+    timeout: Duration,
+) -> io::Result<TcpStream> {
+    if let Some(source) = source.filter(|s| !s.is_empty()) {
+        if let Ok(sock) = connect_bound(addr, source, timeout) {
+            return Ok(sock);
+        }
+    }
+    TcpStream::connect_timeout(addr, timeout)
+}
+
+/// Connects to `addr` from the first address of `source` (a name or an
+/// address) the socket binds to.
+fn connect_bound(addr: &SocketAddr, source: &str, timeout: Duration) -> io::Result<TcpStream> {
+    let sock = Socket::new(
+        Domain::for_address(*addr),
+        Type::STREAM,
+        Some(Protocol::TCP),
+    )?;
+    sock.set_reuse_address(true)?;
+    let bound = (source, 0)
+        .to_socket_addrs()?
+        .any(|from| sock.bind(&from.into()).is_ok());
+    if !bound {
+        return Err(io::Error::new(
+            io::ErrorKind::AddrNotAvailable,
+            "bind-source-addr",
+        ));
+    }
+    sock.connect_timeout(&(*addr).into(), timeout)?;
+    Ok(sock.into())
+}
 
 /// Bytes read from the socket per TLS read.
 const TLS_READ_CHUNK: usize = 16 * 1024;

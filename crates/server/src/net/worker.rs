@@ -604,14 +604,18 @@ impl Worker {
         let mut to_release = Vec::new();
         for (idx, conn) in self
             .conns
-            .iter()
-            .filter_map(|(i, c)| c.as_ref().map(|c| (i, c)))
+            .iter_mut()
+            .filter_map(|(i, c)| c.as_mut().map(|c| (i, c)))
         {
-            let shared = &conn.session.shared;
-            if shared.killed.load(Ordering::Relaxed) {
+            // As Redis's clientsCron: a client over its soft limit is
+            // closed once the time is up even if nothing more is written
+            // to it.
+            let used = conn.out.len();
+            if crate::net::conn::output_limit_reached(&server, &mut conn.session, used) {
                 to_close.push(idx);
                 continue;
             }
+            let shared = &conn.session.shared;
             if conn.stream.handshake_expired(now_instant) {
                 tracing::warn!("Error accepting a client connection: TLS handshake timed out");
                 to_close.push(idx);

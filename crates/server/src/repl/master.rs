@@ -54,6 +54,52 @@ pub struct ClientRepl {
     pub handoff: Option<SyncKind>,
     /// REPLCONF capa eof: the replica reads a diskless (EOF-marked) RDB.
     pub capa_eof: bool,
+    /// REPLCONF rdb-only 1: the client wants the RDB and no stream after
+    /// it (`redis-cli --rdb`); the link ends once the RDB is sent.
+    pub rdb_only: bool,
+    /// REPLCONF rdb-filter-only: the parts of the RDB it wants.
+    pub filter: RdbFilter,
+}
+
+/// What REPLCONF rdb-filter-only asks of a replica's RDB. Redis 7.0 knows
+/// one include filter, `functions`: any filter leaves the data out, and
+/// the function libraries too unless it names them (`redis-cli
+/// --functions-rdb`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RdbFilter {
+    /// No filter: the whole dataset.
+    #[default]
+    Everything,
+    /// `rdb-filter-only functions`: the libraries, no keys.
+    FunctionsOnly,
+    /// `rdb-filter-only ""`: an RDB with neither (`redis-cli --replica`,
+    /// which wants only the stream).
+    Nothing,
+}
+
+impl RdbFilter {
+    /// Applies `REPLCONF rdb-filter-only <value>` (space-separated
+    /// filters, quoted as config lines are). As in Redis, an unknown
+    /// filter is refused after the filter was already narrowed: the error
+    /// leaves it that way.
+    pub fn apply(&mut self, value: &str) -> Result<(), String> {
+        let filters = crate::config::split_args(value)
+            .ok_or_else(|| "ERR Missing rdb-filter-only values".to_string())?;
+        *self = RdbFilter::Nothing;
+        for f in filters {
+            if !f.eq_ignore_ascii_case("functions") {
+                return Err(format!("ERR Unsupported rdb-filter-only option: {f}"));
+            }
+            *self = RdbFilter::FunctionsOnly;
+        }
+        Ok(())
+    }
+
+    /// True when the RDB is not the whole dataset: it is then sent over
+    /// the socket only, never through the RDB file.
+    pub fn is_filtered(self) -> bool {
+        self != RdbFilter::Everything
+    }
 }
 
 /// Link states, for INFO's `state=`.
@@ -80,6 +126,10 @@ pub struct Replica {
     closed: AtomicBool,
     /// The replica announced `capa eof`.
     capa_eof: bool,
+    /// REPLCONF rdb-only 1: the link ends once the RDB is sent.
+    rdb_only: bool,
+    /// REPLCONF rdb-filter-only.
+    filter: RdbFilter,
     /// A diskless transfer's outcome for this replica (`diskless::PENDING`…).
     rdb_outcome: AtomicU8,
     /// The replica sent a REPLCONF ACK (a diskless transfer waits for the
@@ -267,6 +317,8 @@ pub fn start(
         cursor: AtomicU64::new(0),
         closed: AtomicBool::new(false),
         capa_eof: conf.capa_eof,
+        rdb_only: conf.rdb_only,
+        filter: conf.filter,
         rdb_outcome: AtomicU8::new(diskless::PENDING),
         got_ack: AtomicBool::new(false),
     });
@@ -304,11 +356,15 @@ fn run_sender(server: &Arc<Server>, r: &Arc<Replica>, kind: SyncKind, io: (Vec<u
     if reader.is_ok() && continued {
         stream(server, r);
     } else if reader.is_ok() {
-        if let Err(e) = full_sync(server, r, &kind) {
-            tracing::warn!("SYNC failed for replica {name}: {e}");
-        } else {
-            tracing::info!("Synchronization with replica {name} succeeded");
-            stream(server, r);
+        match full_sync(server, r, &kind) {
+            Err(e) => tracing::warn!("SYNC failed for replica {name}: {e}"),
+            Ok(()) if r.rdb_only => tracing::info!(
+                "RDB transfer completed, rdb only replica ({name}) should be disconnected asap"
+            ),
+            Ok(()) => {
+                tracing::info!("Synchronization with replica {name} succeeded");
+                stream(server, r);
+            }
         }
     }
     r.close();
@@ -327,9 +383,11 @@ fn finish(server: &Server, r: &Replica) {
 }
 
 /// A full sync: diskless when this server is configured for it and the
-/// replica reads EOF-marked transfers, else through a file.
+/// replica reads EOF-marked transfers, else through a file. A filtered
+/// RDB is always diskless (SYNC refused it without `capa eof`), so the
+/// RDB file never holds a filtered dataset.
 fn full_sync(server: &Arc<Server>, r: &Arc<Replica>, kind: &SyncKind) -> std::io::Result<()> {
-    if r.capa_eof && server.config.flag("repl-diskless-sync") {
+    if r.capa_eof && (server.config.flag("repl-diskless-sync") || r.filter.is_filtered()) {
         return diskless::sync(server, r, kind);
     }
     disk_sync(server, r, kind)
@@ -392,20 +450,7 @@ fn snapshot_to(
         let at_cut = || {
             cut_taken = true;
             saving.store(true, Ordering::Release);
-            let attach_all = {
-                let (s, links) = (server.clone(), replicas.to_vec());
-                move || {
-                    for link in links.into_iter().filter(|r| !r.is_closed()) {
-                        super::attach(&s, link);
-                    }
-                }
-            };
-            if let Some(held) = applying {
-                attach_all();
-                drop(held);
-            } else {
-                server.aof.mark_replica_cut(Box::new(attach_all));
-            }
+            attach_at_cut(server, replicas, applying);
         };
         let written = match &mut target {
             Target::File(path) => write_base(server, path, BaseFormat::Rdb, at_cut),
@@ -421,6 +466,48 @@ fn snapshot_to(
             Err(_) => std::thread::sleep(Duration::from_millis(100)),
         }
     }
+}
+
+/// At a cut (every shard locked): attaches `replicas` to the stream from
+/// there. On a master the AOF writer attaches them once it reaches the
+/// cut; on a replica `applying` holds its link thread between two
+/// commands, and they attach at once.
+fn attach_at_cut(
+    server: &Arc<Server>,
+    replicas: &[Arc<Replica>],
+    applying: Option<parking_lot::MutexGuard<'_, ()>>,
+) {
+    let attach_all = {
+        let (s, links) = (server.clone(), replicas.to_vec());
+        move || {
+            for link in links.into_iter().filter(|r| !r.is_closed()) {
+                super::attach(&s, link);
+            }
+        }
+    };
+    if let Some(held) = applying {
+        attach_all();
+        drop(held);
+    } else {
+        server.aof.mark_replica_cut(Box::new(attach_all));
+    }
+}
+
+/// The RDB of a filtered sync (which never holds data): taken at a cut
+/// where `r` attaches to the stream, with every shard locked for the
+/// moment it takes to read the libraries, without walking the keyspace.
+fn filtered_rdb(server: &Arc<Server>, r: &Arc<Replica>) -> Vec<u8> {
+    let applying = server.repl.is_replica().then(|| server.repl.apply.lock());
+    let all = server.keyspace.lock_all();
+    attach_at_cut(server, std::slice::from_ref(r), applying);
+    let functions = if r.filter == RdbFilter::FunctionsOnly {
+        let opts = vireo_store::rdb::EncodeOptions::default();
+        crate::persist::rdb::function_records(server, &opts)
+    } else {
+        Vec::new()
+    };
+    drop(all);
+    crate::persist::aof::rewrite::rdb_image(&functions)
 }
 
 /// The stream offset the replica starts at, once the writer reached its

@@ -488,9 +488,10 @@ fn connect(server: &Server, link: &MasterLink) -> Result<Link, SyncError> {
     let addrs = (link.host.as_str(), link.port)
         .to_socket_addrs()
         .map_err(|e| Some(format!("Unable to connect to MASTER: {e}")))?;
+    let source = server.config.get_one("bind-source-addr");
     let mut last = None;
     for addr in addrs {
-        match TcpStream::connect_timeout(&addr, timeout) {
+        match crate::net::link::connect_from(&addr, source.as_deref(), timeout) {
             Ok(s) => {
                 let _ = s.set_nodelay(!server.config.flag("repl-disable-tcp-nodelay"));
                 return secure(server, link, s, timeout)

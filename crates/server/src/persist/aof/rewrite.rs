@@ -374,18 +374,7 @@ pub fn write_base_to(
                 w.write_all(bytes)
             };
             if format == BaseFormat::Rdb {
-                let mut head = Vec::new();
-                rdb::write_header(&mut head);
-                let ctime = (now_ms / 1000).to_string();
-                for (k, v) in [
-                    (&b"redis-ver"[..], crate::server::REDIS_VERSION.as_bytes()),
-                    (b"redis-bits", b"64"),
-                    (b"ctime", ctime.as_bytes()),
-                    (b"aof-base", b"1"),
-                ] {
-                    rdb::write_aux(&mut head, k, v);
-                }
-                put(w, &head)?;
+                put(w, &rdb_head(now_ms))?;
             } else if server.config.aof_timestamp_enabled() {
                 let stamp = super::timestamp_annotation(now_ms / 1000);
                 put(w, stamp.as_bytes())?;
@@ -414,6 +403,34 @@ pub fn write_base_to(
             .join()
             .unwrap_or_else(|_| Err(std::io::Error::other("base writer panicked")))
     })
+}
+
+/// The header and aux fields that open a base file in RDB form.
+fn rdb_head(now_ms: u64) -> Vec<u8> {
+    let mut head = Vec::new();
+    rdb::write_header(&mut head);
+    let ctime = (now_ms / 1000).to_string();
+    for (k, v) in [
+        (&b"redis-ver"[..], crate::server::REDIS_VERSION.as_bytes()),
+        (b"redis-bits", b"64"),
+        (b"ctime", ctime.as_bytes()),
+        (b"aof-base", b"1"),
+    ] {
+        rdb::write_aux(&mut head, k, v);
+    }
+    head
+}
+
+/// A whole RDB with no keys, holding only `records` (function records)
+/// between the header and the checksum: the filtered RDB a replica asks
+/// for with REPLCONF rdb-filter-only.
+pub fn rdb_image(records: &[u8]) -> Vec<u8> {
+    let mut out = rdb_head(vireo_store::clock::now_ms());
+    out.extend_from_slice(records);
+    rdb::write_eof(&mut out);
+    let crc = rdb::crc64(0, &out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
 }
 
 /// The base format `aof-use-rdb-preamble` asks for.

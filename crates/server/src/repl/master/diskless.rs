@@ -54,10 +54,33 @@ struct QueueState {
 }
 
 /// A diskless full sync for `r`: joins the queue (leading the next
-/// transfer if no one does), waits for the RDB to be sent, then for the
-/// replica's first ACK. Ok once the stream may flow.
+/// transfer if no one does) and waits for the RDB to be sent, or sends a
+/// filtered RDB on its own; then, unless the client wants the RDB only,
+/// waits for the replica's first ACK. Ok once the stream may flow.
 pub(super) fn sync(server: &Arc<Server>, r: &Arc<Replica>, kind: &SyncKind) -> io::Result<()> {
-    if join(server, r, matches!(kind, SyncKind::Psync { .. })) {
+    let psync = matches!(kind, SyncKind::Psync { .. });
+    if r.filter.is_filtered() {
+        send_filtered(server, r, psync)?;
+    } else {
+        send_shared(server, r, psync)?;
+    }
+    if r.rdb_only {
+        return Ok(());
+    }
+    while !r.got_ack.load(Ordering::SeqCst) {
+        if r.is_closed() {
+            return Err(io::Error::other("link closed"));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    r.state.store(ONLINE, Ordering::Relaxed);
+    Ok(())
+}
+
+/// The RDB everyone waiting gets: joins the queue (leading the next
+/// transfer if no one does) and waits for the transfer's outcome.
+fn send_shared(server: &Arc<Server>, r: &Arc<Replica>, psync: bool) -> io::Result<()> {
+    if join(server, r, psync) {
         lead(server);
     }
     while r.rdb_outcome.load(Ordering::SeqCst) == PENDING {
@@ -69,13 +92,42 @@ pub(super) fn sync(server: &Arc<Server>, r: &Arc<Replica>, kind: &SyncKind) -> i
     if r.rdb_outcome.load(Ordering::SeqCst) == FAILED {
         return Err(io::Error::other("diskless transfer failed"));
     }
-    while !r.got_ack.load(Ordering::SeqCst) {
-        if r.is_closed() {
-            return Err(io::Error::other("link closed"));
+    Ok(())
+}
+
+/// A filtered RDB (REPLCONF rdb-filter-only), made for `r` alone as Redis
+/// makes one per set of filters: after `repl-diskless-sync-delay` when
+/// diskless sync is on, at once when a filter alone forced the socket.
+/// Holding no data, it takes no snapshot and shares no transfer.
+fn send_filtered(server: &Arc<Server>, r: &Arc<Replica>, psync: bool) -> io::Result<()> {
+    let delay = if server.config.flag("repl-diskless-sync") {
+        sync_delay(server)
+    } else {
+        Duration::ZERO
+    };
+    if !delay.is_zero() {
+        tracing::info!("Delay next BGSAVE for diskless SYNC");
+        let since = Instant::now();
+        while since.elapsed() < delay {
+            if r.is_closed() {
+                return Err(io::Error::other("link closed"));
+            }
+            std::thread::sleep(Duration::from_millis(20));
         }
-        std::thread::sleep(Duration::from_millis(20));
     }
-    r.state.store(ONLINE, Ordering::Relaxed);
+    tracing::info!("Starting BGSAVE for SYNC with target: replicas sockets");
+    server.repl.count_full_sync();
+    let rdb = super::filtered_rdb(server, r);
+    let mut sink = FanOut {
+        server,
+        alive: vec![(r.clone(), psync)],
+        mark: super::super::random_replid(),
+        started: false,
+    };
+    let sent = sink.write_all(&rdb).and_then(|()| sink.finish());
+    let _ = r.socket.set_write_timeout(None);
+    sent?;
+    tracing::info!("Streamed RDB transfer with replica {} succeeded (socket). Waiting for REPLCONF ACK from slave to enable streaming", r.name());
     Ok(())
 }
 
