@@ -84,7 +84,7 @@ impl UserHandle {
 /// is the one it was taken at: the command path's check reads the rules
 /// without taking their lock or touching reference counts.
 #[derive(Debug, Default)]
-pub struct RulesView(RefCell<Option<(u64, Arc<Compiled>)>>);
+pub struct RulesView(RefCell<(u64, Option<Arc<Compiled>>)>);
 
 impl RulesView {
     /// Runs `f` on `user`'s current rules. The view serves whichever user
@@ -104,21 +104,21 @@ impl RulesView {
 
     /// The rules in `view`, copied again first when `user`'s epoch moved.
     #[inline(always)]
-    fn follow<'v>(view: &'v mut Option<(u64, Arc<Compiled>)>, user: &UserHandle) -> &'v Compiled {
-        let epoch = user.epoch.load(Ordering::Acquire);
-        if !matches!(view, Some((e, _)) if *e == epoch) {
+    fn follow<'v>(view: &'v mut (u64, Option<Arc<Compiled>>), user: &UserHandle) -> &'v Compiled {
+        // An empty view has epoch 0, which no rules have.
+        if view.0 != user.epoch.load(Ordering::Acquire) {
             Self::refresh(view, user);
         }
-        &view.as_ref().expect("just filled").1
+        view.1.as_deref().expect("filled with its epoch")
     }
 
     /// Copies `user`'s rules into `view` with the epoch they were
     /// installed with (read under the lock); out of the check's way.
     #[cold]
     #[inline(never)]
-    fn refresh(view: &mut Option<(u64, Arc<Compiled>)>, user: &UserHandle) {
+    fn refresh(view: &mut (u64, Option<Arc<Compiled>>), user: &UserHandle) {
         let rules = user.rules.read();
-        *view = Some((user.epoch.load(Ordering::Acquire), rules.clone()));
+        *view = (user.epoch.load(Ordering::Acquire), Some(rules.clone()));
     }
 }
 
