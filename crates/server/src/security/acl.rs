@@ -1430,7 +1430,7 @@ impl Compiled {
     /// cases, the selectors' full checks otherwise.
     #[inline(always)]
     pub fn check(&self, cmd: CmdRef, args: Args<'_>) -> Result<(), Denied> {
-        // The common cases first, compared in turn (no jump table).
+        // The restricted user's common case first.
         match self.fast[cmd.id] {
             Fast::OneKey {
                 index,
