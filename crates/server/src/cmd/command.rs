@@ -639,7 +639,9 @@ impl VariableFlags {
         }
     }
 
-    /// The key flags of a line of `argc` arguments read through `arg`.
+    /// The key flags of a line of `argc` arguments read through `arg`
+    /// (inline: the ACL check of a plain SET decides it by `argc` alone).
+    #[inline]
     pub fn key_flags<'a>(self, argc: usize, arg: impl Fn(usize) -> &'a [u8]) -> u32 {
         match self {
             VariableFlags::Set if (3..argc).any(|i| is(arg(i), "get")) => {

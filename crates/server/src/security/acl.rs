@@ -80,10 +80,9 @@ enum Shape {
     /// with the prefix, except the empty key (the matcher's quirk: an empty
     /// subject matches only the empty pattern).
     Prefix(usize),
-    /// A prefix of 1 to 8 bytes (`key:*`, the common case), also held as
-    /// a little-endian word and its mask: a key of 8 bytes or more is
-    /// decided by one masked comparison instead of a call to `memcmp`.
-    ShortPrefix { len: usize, head: u64, mask: u64 },
+    /// A prefix of 1 to 8 bytes (`key:*`, the common case), held as a
+    /// word: one masked comparison instead of a call to `memcmp`.
+    ShortPrefix(WordPrefix),
     /// Anything else: [`glob_match`].
     Glob,
 }
@@ -103,12 +102,43 @@ impl Shape {
         if len == 0 || len > 8 {
             return Shape::Prefix(len);
         }
-        let mut word = [0u8; 8];
-        word[..len].copy_from_slice(prefix);
-        Shape::ShortPrefix {
+        Shape::ShortPrefix(WordPrefix {
             len,
-            head: u64::from_le_bytes(word),
+            head: first_word(prefix),
             mask: u64::MAX >> (8 * (8 - len)),
+        })
+    }
+}
+
+/// A literal prefix of 1 to 8 bytes as a little-endian word (`head`) and
+/// the mask of its bytes: a key starts with it when the key is at least
+/// `len` long and its own first word agrees under the mask.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct WordPrefix {
+    len: usize,
+    head: u64,
+    mask: u64,
+}
+
+impl WordPrefix {
+    /// Whether a key of `key_len` bytes whose [`first_word`] is `word`
+    /// starts with the prefix (never the empty key: `len` is at least 1).
+    #[inline(always)]
+    fn matches_word(&self, word: u64, key_len: usize) -> bool {
+        word & self.mask == self.head && key_len >= self.len
+    }
+}
+
+/// The first eight bytes of `key` as a little-endian word, zeros past its
+/// end (which a [`WordPrefix`] never compares: it checks the length).
+#[inline(always)]
+fn first_word(key: &[u8]) -> u64 {
+    match key.first_chunk::<8>() {
+        Some(first) => u64::from_le_bytes(*first),
+        None => {
+            let mut word = [0u8; 8];
+            word[..key.len()].copy_from_slice(key);
+            u64::from_le_bytes(word)
         }
     }
 }
@@ -129,10 +159,7 @@ impl KeyPattern {
         match self.shape {
             Shape::Literal => key == self.pattern.as_slice(),
             Shape::Prefix(len) => !key.is_empty() && key.starts_with(&self.pattern[..len]),
-            Shape::ShortPrefix { len, head, mask } => match key.first_chunk::<8>() {
-                Some(first) => u64::from_le_bytes(*first) & mask == head,
-                None => key.starts_with(&self.pattern[..len]),
-            },
+            Shape::ShortPrefix(prefix) => prefix.matches_word(first_word(key), key.len()),
             Shape::Glob => glob_match(&self.pattern, key, false),
         }
     }
@@ -1307,6 +1334,9 @@ pub struct Compiled {
     verdicts: Box<[u8]>,
     /// How each command is decided, by id.
     fast: Box<[Fast]>,
+    /// The `prefix*` patterns of up to eight bytes of the only selector,
+    /// with their permissions, for [`Fast::OneKey`]'s first try.
+    word_prefixes: Box<[(WordPrefix, u8)]>,
 }
 
 /// How a compiled user decides a command: outright when its verdicts
@@ -1376,11 +1406,23 @@ impl Compiled {
                 Fast::of(id, selectors, &of_id)
             })
             .collect();
+        let word_prefixes = match user.selectors.as_slice() {
+            [only] => only
+                .patterns
+                .iter()
+                .filter_map(|p| match p.shape {
+                    Shape::ShortPrefix(prefix) => Some((prefix, p.perms)),
+                    _ => None,
+                })
+                .collect(),
+            _ => Box::default(),
+        };
         Compiled {
             user,
             commands,
             verdicts,
             fast,
+            word_prefixes,
         }
     }
 
@@ -1388,9 +1430,8 @@ impl Compiled {
     /// cases, the selectors' full checks otherwise.
     #[inline(always)]
     pub fn check(&self, cmd: CmdRef, args: Args<'_>) -> Result<(), Denied> {
+        // The restricted user's common case first.
         match self.fast[cmd.id] {
-            Fast::Allowed => Ok(()),
-            Fast::Denied => Err(Denied::Command),
             Fast::OneKey {
                 index,
                 needed,
@@ -1399,18 +1440,42 @@ impl Compiled {
                 if index >= args.len() {
                     return Ok(());
                 }
+                let key = args.get(index);
                 let needed = match variable {
                     Some(v) => required_perms(v.key_flags(args.len(), |i| args.get(i))),
                     None => needed,
                 };
-                if self.user.selectors[0].patterns_allow(args.get(index), needed) {
+                if self.only_selector_allows(key, needed) {
                     Ok(())
                 } else {
                     Err(Denied::Key(index))
                 }
             }
+            Fast::Allowed => Ok(()),
+            Fast::Denied => Err(Denied::Command),
             Fast::General => self.check_general(cmd, args),
         }
+    }
+
+    /// Whether the only selector's patterns let `key` be used with
+    /// `needed` permissions: its short prefixes first, in a plain loop
+    /// over one word of the key, then all its patterns.
+    #[inline(always)]
+    fn only_selector_allows(&self, key: &[u8], needed: u8) -> bool {
+        let word = first_word(key);
+        for (prefix, perms) in self.word_prefixes.iter() {
+            if prefix.matches_word(word, key.len()) && perms & needed == needed {
+                return true;
+            }
+        }
+        self.only_selector_patterns_allow(key, needed)
+    }
+
+    /// Every pattern of the only selector, when no short prefix allowed
+    /// the key.
+    #[inline(never)]
+    fn only_selector_patterns_allow(&self, key: &[u8], needed: u8) -> bool {
+        self.user.selectors[0].patterns_allow(key, needed)
     }
 
     #[inline(never)]
@@ -1680,14 +1745,16 @@ mod tests {
     fn key_pattern_shapes_match_as_the_glob_matcher() {
         assert!(matches!(
             Shape::of(b"key:*"),
-            Shape::ShortPrefix { len: 4, .. }
+            Shape::ShortPrefix(WordPrefix { len: 4, .. })
         ));
         assert_eq!(Shape::of(b"a-long-prefix:*"), Shape::Prefix(14));
         assert_eq!(Shape::of(b"**"), Shape::Prefix(0));
         assert_eq!(Shape::of(b"plain"), Shape::Literal);
         assert_eq!(Shape::of(b"a*b"), Shape::Glob);
         assert_eq!(Shape::of(b"a\\*"), Shape::Glob);
-        let (plain, any): (&[u8], &[u8]) = (b"ab:", b"ab:**?[]\\^-");
+        // NUL among the literal bytes: the word of a short key is padded
+        // with zeros, which must never pass for the key's own bytes.
+        let (plain, any): (&[u8], &[u8]) = (b"ab:\0", b"ab:**?[]\\^-");
         let mut rng = fastrand::Rng::with_seed(27);
         let mut word = |alphabet: &[u8], max: usize| -> Vec<u8> {
             (0..rng.usize(..max))
@@ -1805,6 +1872,10 @@ mod tests {
             "~k*",
             "%R~k2",
             "%W~x",
+            "~k1*",
+            "%R~long-key*",
+            "%W~long-key:*",
+            "~l?ng*",
             "allkeys",
             "resetkeys",
             "&ch",
@@ -1817,6 +1888,10 @@ mod tests {
         ];
         let lines: &[&[&str]] = &[
             &["GET", "k1"],
+            &["GET", "long-key:1"],
+            &["GET", "long"],
+            &["SET", "long-key:2", "v"],
+            &["SET", "long-key:2", "v", "GET"],
             &["SET", "k2", "v", "GET"],
             &["SET", "x", "v"],
             &["MSET", "k1", "a", "x", "b"],

@@ -138,22 +138,47 @@ fn toplevel_message(denied: Denied, cmd: CmdRef) -> String {
     }
 }
 
-/// Checks a command before it runs or is queued; Err is the NOPERM reply
-/// (the denial is logged). AOF replay runs as no user at all.
+/// Checks a command before it runs or is queued; Some is the NOPERM reply
+/// (the denial is logged). AOF replay runs as no user at all. Inline in
+/// the command path: a restricted user's common cases (the command
+/// allowed outright, or one key matched against short prefixes) run
+/// without a call; anything else, and every denial, is out of line.
 #[inline]
 pub fn command_denied(
+    server: &Server,
+    session: &mut Session,
+    cmd: CmdRef,
+    args: Args<'_>,
+) -> Option<String> {
+    if unrestricted(server, session) || session.replaying {
+        return None;
+    }
+    let user = session
+        .user
+        .as_deref()
+        .unwrap_or_else(|| server.security.users.default_ref());
+    let denied = session.acl_view.current(user).check(cmd, args).err()?;
+    Some(toplevel_refusal(server, session, cmd, args, denied))
+}
+
+/// A top-level denial logged (in the MULTI context while queuing) and
+/// its NOPERM reply.
+#[cold]
+#[inline(never)]
+fn toplevel_refusal(
     server: &Server,
     session: &Session,
     cmd: CmdRef,
     args: Args<'_>,
-) -> Option<String> {
+    denied: Denied,
+) -> String {
     let context = if session.in_multi() {
         Context::Multi
     } else {
         Context::Toplevel
     };
-    let denied = client_denial(server, session, cmd, args, context)?;
-    Some(toplevel_message(denied, cmd))
+    log_denial(server, session, cmd, args, context, denied);
+    toplevel_message(denied, cmd)
 }
 
 /// A client's command checked (and a denial logged) in `context`; AOF

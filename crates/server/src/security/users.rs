@@ -84,7 +84,7 @@ impl UserHandle {
 /// is the one it was taken at: the command path's check reads the rules
 /// without taking their lock or touching reference counts.
 #[derive(Debug, Default)]
-pub struct RulesView(RefCell<Option<(u64, Arc<Compiled>)>>);
+pub struct RulesView(RefCell<(u64, Option<Arc<Compiled>>)>);
 
 impl RulesView {
     /// Runs `f` on `user`'s current rules. The view serves whichever user
@@ -92,15 +92,33 @@ impl RulesView {
     /// another user's rules never passes for this one's.
     #[inline]
     pub fn with<R>(&self, user: &UserHandle, f: impl FnOnce(&Compiled) -> R) -> R {
-        let epoch = user.epoch.load(Ordering::Acquire);
-        let mut view = self.0.borrow_mut();
-        if !matches!(&*view, Some((e, _)) if *e == epoch) {
-            let rules = user.rules.read();
-            // Read under the lock: the epoch the rules were installed with.
-            *view = Some((user.epoch.load(Ordering::Acquire), rules.clone()));
+        f(Self::follow(&mut self.0.borrow_mut(), user))
+    }
+
+    /// `user`'s current rules, through a view the caller holds mutably
+    /// (the top-level check: no `RefCell` borrow to take).
+    #[inline]
+    pub fn current(&mut self, user: &UserHandle) -> &Compiled {
+        Self::follow(self.0.get_mut(), user)
+    }
+
+    /// The rules in `view`, copied again first when `user`'s epoch moved.
+    #[inline(always)]
+    fn follow<'v>(view: &'v mut (u64, Option<Arc<Compiled>>), user: &UserHandle) -> &'v Compiled {
+        // An empty view has epoch 0, which no rules have.
+        if view.0 != user.epoch.load(Ordering::Acquire) {
+            Self::refresh(view, user);
         }
-        let (_, rules) = view.as_ref().expect("just filled");
-        f(rules)
+        view.1.as_deref().expect("filled with its epoch")
+    }
+
+    /// Copies `user`'s rules into `view` with the epoch they were
+    /// installed with (read under the lock); out of the check's way.
+    #[cold]
+    #[inline(never)]
+    fn refresh(view: &mut (u64, Option<Arc<Compiled>>), user: &UserHandle) {
+        let rules = user.rules.read();
+        *view = (user.epoch.load(Ordering::Acquire), Some(rules.clone()));
     }
 }
 
@@ -531,6 +549,29 @@ mod tests {
         assert!(allowed(&a));
         users.set_user(b"a", &[b"-get"], false).unwrap();
         assert!(!allowed(&a));
+    }
+
+    /// The mutable access of the top-level check follows changes as the
+    /// shared one does.
+    #[test]
+    fn current_rules_follow_changes() {
+        let users = Users::default();
+        let a = users
+            .set_user(b"a", &[b"on", b"+get"], false)
+            .unwrap()
+            .handle;
+        let owned = vireo_resp::OwnedArgs::from_slices([b"get".as_slice(), b"k"]);
+        let get = crate::exec::dispatch::lookup(owned.as_args()).ok().unwrap();
+        let mut view = RulesView::default();
+        let mut allowed = |h: &UserHandle| view.current(h).check(get, owned.as_args()).is_ok();
+        assert!(!allowed(&a));
+        users.set_user(b"a", &[b"~k*"], false).unwrap();
+        assert!(allowed(&a));
+        users
+            .set_user(b"a", &[b"resetkeys", b"%W~k*"], false)
+            .unwrap();
+        assert!(!allowed(&a), "GET needs read access");
+        assert!(allowed(&users.default_user()));
     }
 
     #[test]
