@@ -274,9 +274,9 @@ impl Server {
             security: Default::default(),
             tls: Default::default(),
         };
-        server
-            .keyspace
-            .set_background_free(Box::new(move |v| lazyfree.free_value(v, |_| 0)));
+        server.keyspace.set_background_free(Box::new(move |v| {
+            lazyfree.free_value(v);
+        }));
         server.apply_keyspace_config();
         server
     }
