@@ -472,7 +472,11 @@ fn stats_section(server: &Server, w: &mut Lines<'_>) {
     w.kv("pubsub_channels", server.pubsub.channel_count());
     w.kv("pubsub_patterns", server.pubsub.pattern_count());
     w.kv("pubsubshard_channels", server.pubsub.shard_channel_count());
-    w.zeros(&["latest_fork_usec", "total_forks"]);
+    // Vireo never forks: a background snapshot's cut stands for the fork
+    // (BGSAVE and save points, AOF rewrites, replicas' full syncs), its
+    // duration for the fork time; see `persist::forks`.
+    w.kv("latest_fork_usec", server.forks.latest_us());
+    w.kv("total_forks", server.forks.total());
     w.kv("migrate_cached_sockets", crate::net::outbound::cached());
     w.zeros(&[
         "slave_expires_tracked_keys",
