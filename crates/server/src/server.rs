@@ -217,6 +217,9 @@ pub struct Server {
     pub lazyfree: Arc<crate::memory::lazyfree::LazyFree>,
     /// `maxmemory` eviction state.
     pub evictor: crate::memory::evict::Evictor,
+    /// Background snapshots started, INFO's `total_forks` (see
+    /// [`crate::persist::forks`]).
+    pub forks: crate::persist::forks::ForkStats,
     /// `maxmemory-clients` eviction state.
     pub client_eviction: crate::memory::client_evict::ClientEviction,
     /// Pub/Sub channels and patterns.
@@ -266,6 +269,7 @@ impl Server {
             aof: crate::persist::aof::Aof::new(threads),
             lazyfree: lazyfree.clone(),
             evictor: crate::memory::evict::Evictor::default(),
+            forks: Default::default(),
             client_eviction: Default::default(),
             pubsub: Default::default(),
             tracking: Default::default(),
@@ -274,9 +278,9 @@ impl Server {
             security: Default::default(),
             tls: Default::default(),
         };
-        server
-            .keyspace
-            .set_background_free(Box::new(move |v| lazyfree.free_value(v, |_| 0)));
+        server.keyspace.set_background_free(Box::new(move |v| {
+            lazyfree.free_value(v);
+        }));
         server.apply_keyspace_config();
         server
     }
@@ -326,6 +330,7 @@ impl Server {
         self.keyspace.reset_stats();
         self.lazyfree.reset_stats();
         self.evictor.reset_stats();
+        self.forks.reset();
         self.client_eviction.reset_stats();
         self.repl.reset_sync_stats();
         for c in [

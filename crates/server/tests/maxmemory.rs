@@ -726,3 +726,80 @@ fn an_evicted_key_fails_the_transaction_watching_it() {
     let r: Option<Vec<String>> = redis::cmd("EXEC").query(&mut con).unwrap();
     assert_eq!(r, None, "EXEC must fail: the watched key was evicted");
 }
+
+/// Redis's suite checks, after every write, that INFO's `used_memory` is
+/// less than 4 KiB over the limit: eviction before a command brings memory
+/// down to the limit, and what the command and INFO itself then take must
+/// stay small (INFO once reserved 4 KiB for its text up front).
+#[test]
+fn used_memory_stays_within_a_page_of_the_limit_after_each_write() {
+    let srv = common::Server::start(&[]);
+    let mut con = srv.conn();
+    for policy in ["volatile-lru", "allkeys-random"] {
+        let _: () = redis::cmd("FLUSHALL").query(&mut con).unwrap();
+        config_set(&mut con, "maxmemory-policy", policy);
+        let limit = limit_above_current(&mut con, 100 * 1024);
+        let mut worst = 0i64;
+        for i in 0..4000 {
+            let _: () = redis::cmd("SETEX")
+                .arg(format!("key:{i}"))
+                .arg(10_000)
+                .arg("x")
+                .query(&mut con)
+                .unwrap();
+            worst = worst.max(used_memory(&mut con) as i64 - limit as i64);
+        }
+        assert!(info_u64(&mut con, "stats", "evicted_keys") > 0, "{policy}");
+        assert!(worst < 4096, "{policy}: {worst} bytes over the limit");
+        config_set(&mut con, "maxmemory", "0");
+    }
+}
+
+/// Evicting keys that tracking clients cached sends them invalidations,
+/// which sit in their output buffers when they do not read: as in Redis,
+/// an eviction counts only what the deletions freed, so those messages do
+/// not make it evict more and more (it used to empty the keyspace).
+#[test]
+fn invalidations_of_evicted_keys_do_not_drain_the_keyspace() {
+    let srv = common::Server::start(&["--maxmemory-policy", "allkeys-lru"]);
+    let mut con = srv.conn();
+    config_set(&mut con, "maxmemory-eviction-tenacity", "100");
+    let mut trackers: Vec<TcpStream> = (0..10)
+        .map(|_| {
+            let mut s = TcpStream::connect(("127.0.0.1", srv.port)).unwrap();
+            s.write_all(b"HELLO 3\r\nCLIENT TRACKING on\r\n").unwrap();
+            s
+        })
+        .collect();
+    let name = |j: usize| format!("{j}{}", "x".repeat(1000));
+    for j in 0..300 {
+        let _: () = redis::cmd("SET")
+            .arg(name(j))
+            .arg("x")
+            .query(&mut con)
+            .unwrap();
+        for t in &mut trackers {
+            let key = name(j);
+            write!(t, "*2\r\n$3\r\nGET\r\n${}\r\n{key}\r\n", key.len()).unwrap();
+        }
+    }
+    // Every GET has been served once a PING sent after it is answered.
+    for t in &mut trackers {
+        t.write_all(b"PING\r\n").unwrap();
+        t.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 65536];
+        while !seen.ends_with(b"+PONG\r\n") {
+            let n = std::io::Read::read(t, &mut buf).unwrap();
+            assert!(n > 0, "tracker closed");
+            seen.extend_from_slice(&buf[..n]);
+        }
+    }
+    let limit = used_memory(&mut con) - 40_000;
+    config_set(&mut con, "maxmemory", &limit.to_string());
+    let evicted = info_u64(&mut con, "stats", "evicted_keys");
+    let keys = dbsize(&mut con);
+    assert!((200..=300).contains(&keys), "{keys} keys left");
+    assert!((10..=50).contains(&evicted), "{evicted} keys evicted");
+    config_set(&mut con, "maxmemory", "0");
+}

@@ -604,3 +604,35 @@ fn a_snapshot_that_finishes_no_shard_for_a_second_gets_a_helper() {
     }
     assert_eq!(info_field(&mut con, "rdb_bgsave_in_progress"), "1");
 }
+
+/// INFO's `total_forks` counts background snapshots (Vireo's stand-in for
+/// Redis's forks): BGSAVE and BGREWRITEAOF count, SAVE does not; CONFIG
+/// RESETSTAT zeroes it.
+#[test]
+fn total_forks_counts_background_snapshots() {
+    let srv = common::Server::start(&["--save", ""]);
+    let mut con = srv.conn();
+    let forks = |con: &mut redis::Connection| -> u64 {
+        common::info_field(con, "total_forks").parse().unwrap()
+    };
+    assert_eq!(forks(&mut con), 0);
+    common::ok(&mut con, &["SET", "k", "v"]);
+    common::ok(&mut con, &["SAVE"]);
+    assert_eq!(forks(&mut con), 0, "SAVE runs in the foreground");
+    let _ = common::q(&mut con, &["BGSAVE"]).unwrap();
+    common::eventually("the BGSAVE to count", || forks(&mut con) == 1);
+    common::eventually("the BGSAVE to end", || {
+        common::info_field(&mut con, "rdb_bgsave_in_progress") == "0"
+    });
+    let _ = common::q(&mut con, &["BGREWRITEAOF"]).unwrap();
+    common::eventually("the rewrite to count", || forks(&mut con) == 2);
+    common::eventually("the rewrite to end", || {
+        common::info_field(&mut con, "aof_rewrite_in_progress") == "0"
+    });
+    let usec: u64 = common::info_field(&mut con, "latest_fork_usec")
+        .parse()
+        .unwrap();
+    assert!(usec > 0, "the cut's time");
+    common::ok(&mut con, &["CONFIG", "RESETSTAT"]);
+    assert_eq!(forks(&mut con), 0);
+}

@@ -547,13 +547,17 @@ impl ThreadCache {
         let Some(c) = slab_class(layout.size()) else {
             return self.slabs.alloc(layout);
         };
-        match self.classes[c].pop() {
+        let p = match self.classes[c].pop() {
             Some(p) => {
                 self.counter().fetch_sub((c + 1) * GRAIN, Ordering::Relaxed);
                 p
             }
             None => self.slabs.alloc_class(c),
+        };
+        if !p.is_null() {
+            count_net(((c + 1) * GRAIN) as isize);
         }
+        p
     }
 
     /// Frees a block into the cache (the older half of a full class goes
@@ -566,6 +570,7 @@ impl ThreadCache {
             // SAFETY: the caller's contract.
             return unsafe { self.slabs.dealloc(p, layout) };
         };
+        count_net(-(((c + 1) * GRAIN) as isize));
         if self.classes[c].len() == CACHE_BLOCKS {
             // SAFETY: the older half of the class's blocks, taken out of
             // the cache, each freed once.
@@ -640,6 +645,29 @@ pub fn live_bytes() -> usize {
     ENTRY_SLABS.live_bytes()
 }
 
+/// Bytes of page blocks the calling thread has taken minus those it has
+/// freed (blocks of other sizes are the global allocator's, counted
+/// there). Only the difference between two readings on one thread means
+/// anything: the server's eviction measures with it what one deletion
+/// freed.
+pub fn thread_net_bytes() -> isize {
+    NET.try_with(Cell::get).unwrap_or(0)
+}
+
+thread_local! {
+    /// Bytes of page blocks this thread took minus those it freed
+    /// ([`thread_net_bytes`]), wrapping. A const cell with nothing to
+    /// drop, so reading it is one load (eviction reads it around every
+    /// deletion).
+    static NET: Cell<isize> = const { Cell::new(0) };
+}
+
+/// Adds `bytes` (negative for a free) to the calling thread's net count.
+#[inline]
+fn count_net(bytes: isize) {
+    let _ = NET.try_with(|n| n.set(n.get().wrapping_add(bytes)));
+}
+
 /// Bytes of the pages in use for entry blocks, live or free (released
 /// pages, their memory given back, do not count): memory the process
 /// holds besides the global allocator's.
@@ -669,6 +697,32 @@ mod tests {
         // page header is mapped; `pool` never changes.
         let pool = unsafe { (*page).pool };
         s.pools.iter().any(|q| ptr::eq(q, pool))
+    }
+
+    #[test]
+    fn a_threads_net_count_follows_its_own_blocks() {
+        let l = layout(86);
+        let before = thread_net_bytes();
+        let p = alloc(l);
+        assert_eq!(thread_net_bytes() - before, 88);
+        // Freed by another thread: that thread's count drops, not this one's.
+        let addr = p as usize;
+        let other = std::thread::spawn(move || {
+            let start = thread_net_bytes();
+            // SAFETY: a live block from `alloc` with this layout, freed once.
+            unsafe { dealloc(addr as *mut u8, l) };
+            thread_net_bytes() - start
+        })
+        .join()
+        .unwrap();
+        assert_eq!(other, -88);
+        assert_eq!(thread_net_bytes() - before, 88);
+        // A size the global allocator serves is not counted here.
+        let big = layout(SLAB_MAX + 8);
+        let q = alloc(big);
+        assert_eq!(thread_net_bytes() - before, 88);
+        // SAFETY: a live block from `alloc` with this layout, freed once.
+        unsafe { dealloc(q, big) };
     }
 
     #[test]

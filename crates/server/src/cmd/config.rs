@@ -80,6 +80,9 @@ fn set(ctx: &mut Ctx<'_>, args: Args<'_>) {
                 ctx.server.client_eviction.changed();
                 crate::memory::client_evict::evict_clients(ctx.server);
             }
+            if changed("maxmemory") {
+                crate::memory::evict::limit_changed(ctx.server);
+            }
             if changed("appendonly") || changed("appendfsync") {
                 crate::persist::aof::config_changed(ctx.server, ctx.in_exec);
             }

@@ -82,8 +82,12 @@ fn selected_sections(names: &[&[u8]]) -> Vec<bool> {
 
 /// The INFO text for the selected sections: each is its header and its
 /// lines, CRLF-terminated, with an empty line between sections.
+///
+/// The text grows as it is written, as Redis's does: `used_memory` is read
+/// part-way and counts it, so a buffer reserved whole up front (4 KiB)
+/// would show as memory over `maxmemory` that Redis never reports.
 fn render(server: &Server, on: &[bool]) -> String {
-    let mut out = String::with_capacity(4096);
+    let mut out = String::new();
     for (i, ((_, title, _, write_lines), _)) in
         SECTIONS.iter().zip(on).filter(|(_, on)| **on).enumerate()
     {
@@ -297,7 +301,10 @@ fn memory_section(server: &Server, w: &mut Lines<'_>) {
     w.kv("rss_overhead_bytes", m.rss as i64 - active as i64);
     w.kv("mem_fragmentation_ratio", ratio(m.rss, m.used));
     w.kv("mem_fragmentation_bytes", frag_bytes);
-    w.kv("mem_not_counted_for_evict", 0);
+    w.kv(
+        "mem_not_counted_for_evict",
+        crate::memory::evict::not_counted(server),
+    );
     let [repl_total, repl_backlog, repl_replicas] = server.repl.buffer_memory();
     w.kv("mem_replication_backlog", repl_backlog);
     w.kv("mem_total_replication_buffers", repl_total);
@@ -465,7 +472,11 @@ fn stats_section(server: &Server, w: &mut Lines<'_>) {
     w.kv("pubsub_channels", server.pubsub.channel_count());
     w.kv("pubsub_patterns", server.pubsub.pattern_count());
     w.kv("pubsubshard_channels", server.pubsub.shard_channel_count());
-    w.zeros(&["latest_fork_usec", "total_forks"]);
+    // Vireo never forks: a background snapshot's cut stands for the fork
+    // (BGSAVE and save points, AOF rewrites, replicas' full syncs), its
+    // duration for the fork time; see `persist::forks`.
+    w.kv("latest_fork_usec", server.forks.latest_us());
+    w.kv("total_forks", server.forks.total());
     w.kv("migrate_cached_sockets", crate::net::outbound::cached());
     w.zeros(&[
         "slave_expires_tracked_keys",

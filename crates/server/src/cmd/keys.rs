@@ -126,7 +126,7 @@ fn delete_keys(ctx: &mut Ctx<'_>, args: Args<'_>, lazy: bool) {
     for key in args.iter().skip(1) {
         if let Some(entry) = ctx.keys.remove(ctx.db, key) {
             if lazy {
-                ctx.server.lazyfree.free_value(entry.into_value(), |_| 0);
+                ctx.server.lazyfree.free_value(entry.into_value());
             }
             ctx.modified(key);
             ctx.notify(ev::GENERIC, "del", key);

@@ -360,6 +360,11 @@ fn oom_rejection(
     if server.config.hot.maxmemory.load(Ordering::Relaxed) == 0 {
         return None;
     }
+    // Clients go before keys, as in Redis's processCommand: memory their
+    // buffers hold past `maxmemory-clients` is not the dataset's to pay.
+    if server.config.hot.maxmemory_clients.load(Ordering::Relaxed) != 0 {
+        crate::memory::client_evict::evict_clients(server);
+    }
     let evict = || crate::memory::evict::perform_evictions(server);
     // Invalidations of the keys evicted reach this client ahead of its reply.
     let result = if hooks & crate::exec::notify::hook::TRACKING != 0 {

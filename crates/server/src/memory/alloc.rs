@@ -12,7 +12,10 @@
 //!
 //! Counts are kept in cache-line-padded slots picked per thread, so two
 //! threads allocating at once do not fight over one counter; reading the
-//! total sums the slots.
+//! total sums the slots. Each thread also keeps its own net count
+//! ([`thread_net_bytes`]), exact whatever threads share a slot: eviction
+//! measures with it what one deletion freed, as Redis measures
+//! `zmalloc_used_memory` around a deletion on its single thread.
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::cell::Cell;
@@ -30,20 +33,50 @@ struct Slot(AtomicIsize);
 static COUNTS: [Slot; SLOTS] = [const { Slot(AtomicIsize::new(0)) }; SLOTS];
 static NEXT_SLOT: AtomicUsize = AtomicUsize::new(0);
 
-thread_local! {
-    static MY_SLOT: Cell<usize> = const { Cell::new(usize::MAX) };
+/// The calling thread's counting state.
+struct ThreadCount {
+    /// Its slot in `COUNTS`, `usize::MAX` until its first allocation.
+    slot: Cell<usize>,
+    /// Bytes it allocated minus bytes it freed (wrapping: only
+    /// differences between two readings mean anything).
+    net: Cell<isize>,
 }
 
-fn slot() -> &'static AtomicIsize {
-    let i = MY_SLOT
-        .try_with(|s| {
-            if s.get() == usize::MAX {
-                s.set(NEXT_SLOT.fetch_add(1, Ordering::Relaxed) % SLOTS);
+thread_local! {
+    static MINE: ThreadCount = const {
+        ThreadCount {
+            slot: Cell::new(usize::MAX),
+            net: Cell::new(0),
+        }
+    };
+}
+
+/// Adds `bytes` (negative for a free) to the calling thread's slot and
+/// net count. (A thread that is ending, its state gone, counts in slot 0.)
+#[inline]
+fn count(bytes: isize) {
+    let i = MINE
+        .try_with(|t| {
+            t.net.set(t.net.get().wrapping_add(bytes));
+            if t.slot.get() == usize::MAX {
+                t.slot
+                    .set(NEXT_SLOT.fetch_add(1, Ordering::Relaxed) % SLOTS);
             }
-            s.get()
+            t.slot.get()
         })
         .unwrap_or(0);
-    &COUNTS[i].0
+    COUNTS[i].0.fetch_add(bytes, Ordering::Relaxed);
+}
+
+/// Bytes the calling thread has allocated minus those it has freed,
+/// through the global allocator and in entry blocks. Only the difference
+/// between two readings on one thread means anything: what that thread
+/// allocated (positive) or freed (negative) in between, whoever else
+/// allocates meanwhile.
+#[inline]
+pub fn thread_net_bytes() -> isize {
+    let global = MINE.try_with(|t| t.net.get()).unwrap_or(0);
+    global.wrapping_add(vireo_store::entry_alloc::thread_net_bytes())
 }
 
 /// Bytes currently allocated: through the global allocator, plus the
@@ -111,7 +144,7 @@ unsafe impl GlobalAlloc for Counting {
         } as *mut u8;
         if !p.is_null() {
             // SAFETY: `p` was just allocated for `layout.size()` bytes.
-            slot().fetch_add(unsafe { counted(p, layout.size()) }, Ordering::Relaxed);
+            count(unsafe { counted(p, layout.size()) });
         }
         p
     }
@@ -120,7 +153,7 @@ unsafe impl GlobalAlloc for Counting {
         // SAFETY: the caller's contract: `ptr` is live, from `layout`.
         let bytes = unsafe { counted(ptr, layout.size()) };
         unsafe { mi::mi_free(ptr as *mut c_void) };
-        slot().fetch_sub(bytes, Ordering::Relaxed);
+        count(-bytes);
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
@@ -133,7 +166,7 @@ unsafe impl GlobalAlloc for Counting {
         } as *mut u8;
         if !p.is_null() {
             // SAFETY: `p` was just allocated for `layout.size()` bytes.
-            slot().fetch_add(unsafe { counted(p, layout.size()) }, Ordering::Relaxed);
+            count(unsafe { counted(p, layout.size()) });
         }
         p
     }
@@ -152,7 +185,7 @@ unsafe impl GlobalAlloc for Counting {
         if !p.is_null() {
             // SAFETY: `p` is the live block for `new_size` bytes.
             let new = unsafe { counted(p, new_size) };
-            slot().fetch_add(new - old, Ordering::Relaxed);
+            count(new - old);
         }
         p
     }
@@ -227,6 +260,33 @@ mod tests {
             }
         }
         assert!(bad.is_empty(), "{bad:?}");
+    }
+
+    #[test]
+    fn a_threads_net_count_is_its_own_allocations() {
+        let layout = Layout::from_size_align(1000, 8).unwrap();
+        let before = thread_net_bytes();
+        // SAFETY: a valid non-zero layout, freed below with the same one.
+        let p = unsafe { Counting.alloc(layout) };
+        let held = thread_net_bytes() - before;
+        assert_eq!(held, mimalloc_block_size(1000) as isize);
+        // Another thread's allocations, and its free of this block, leave
+        // this thread's count alone and show in its own.
+        let p = p as usize;
+        let other = std::thread::spawn(move || {
+            let start = thread_net_bytes();
+            // SAFETY: as above; the block is live, from this layout.
+            let q = unsafe { Counting.alloc(layout) };
+            unsafe { Counting.dealloc(p as *mut u8, layout) };
+            let net = thread_net_bytes() - start;
+            // SAFETY: as above.
+            unsafe { Counting.dealloc(q, layout) };
+            net
+        })
+        .join()
+        .unwrap();
+        assert_eq!(other, 0, "one block allocated, one freed");
+        assert_eq!(thread_net_bytes() - before, held);
     }
 
     #[test]

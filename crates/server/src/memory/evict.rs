@@ -1,22 +1,37 @@
 //! `maxmemory` enforcement (Redis's `performEvictions`): before a command
-//! runs, and from cron, while used memory is over the limit keys are
-//! evicted by `maxmemory-policy` until it is not, or until the time budget
-//! `maxmemory-eviction-tenacity` allows is spent (cron then carries on).
-//! When nothing can be evicted, commands that may grow memory are refused
-//! (see `dispatch`).
+//! runs, while used memory (less what Redis leaves out, [`not_counted`])
+//! is over the limit, keys are evicted by `maxmemory-policy` until as many
+//! bytes as it was over are freed, or until the time budget
+//! `maxmemory-eviction-tenacity` allows is spent (cron then carries on
+//! until an attempt ends, as Redis's eviction time proc does). When
+//! nothing can be evicted, commands that may grow memory are refused (see
+//! `dispatch`).
+//!
+//! As in Redis, what a deletion freed is measured around the deletion
+//! alone: the bytes its propagation (AOF, replicas), keyspace
+//! notifications and client tracking invalidations take are not set
+//! against it, or a large enough set of those would make each eviction
+//! cost more than it frees and drain the keyspace. Those buffers are
+//! freed when their bytes go out; the next check sees what is left. The
+//! measure is the evicting thread's own allocations and frees
+//! ([`thread_net_bytes`]), so other threads working meanwhile do not
+//! disturb it; every 16 keys the total is read again, and eviction stops
+//! early when it is already under the limit (other workers evict at the
+//! same time, and the lazy free thread frees behind).
 //!
 //! Eviction runs with no shard lock held and takes shards one at a time
 //! with `try_lock` (see `vireo_store::evict`), so it respects the
 //! ascending-order locking protocol and never touches the keys of a
 //! command or transaction that is running.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, MutexGuard};
 use vireo_store::clock::now_us;
 use vireo_store::{EvictionPool, Policy};
 
+use crate::memory::alloc::{thread_net_bytes, used_memory};
 use crate::server::Server;
 
 /// What [`perform_evictions`] achieved.
@@ -47,6 +62,9 @@ pub struct Evictor {
     exceeded_since_us: AtomicU64,
     /// Total µs of earlier periods over the limit.
     exceeded_total_us: AtomicU64,
+    /// The last attempt ran out of time with keys left to evict: cron
+    /// carries on (Redis's `isEvictionProcRunning`).
+    carrying_on: AtomicBool,
 }
 
 impl Evictor {
@@ -69,7 +87,17 @@ impl Evictor {
         self.exceeded_total_us.store(0, Ordering::Relaxed);
     }
 
+    /// True while cron should carry on an eviction a command's time budget
+    /// cut short.
+    pub fn carrying_on(&self) -> bool {
+        self.carrying_on.load(Ordering::Relaxed)
+    }
+
     fn record(&self, result: EvictResult) {
+        let running = result == EvictResult::Running;
+        if self.carrying_on.load(Ordering::Relaxed) != running {
+            self.carrying_on.store(running, Ordering::Relaxed);
+        }
         let since = self.exceeded_since_us.load(Ordering::Relaxed);
         // The clock is read only when a period starts or ends, not on every
         // command of a write load that keeps memory at the limit.
@@ -132,11 +160,40 @@ pub fn time_limit(tenacity: u64) -> Option<Duration> {
     }
 }
 
-/// Memory that counts against `maxmemory`: everything allocated, minus
-/// what the lazy free thread is about to release (Redis also leaves out
-/// replica output buffers and the AOF buffer, which Vireo does not have).
-fn used_for_eviction(server: &Server) -> u64 {
-    (crate::memory::alloc::used_memory() as u64).saturating_sub(server.lazyfree.pending_bytes())
+/// Memory `maxmemory` leaves out (Redis's
+/// `freeMemoryGetNotCountedMemory`, INFO `mem_not_counted_for_evict`):
+/// replication buffers beyond the backlog's size, and commands on their
+/// way to the AOF and the replication stream. Evicting keys would not
+/// bring these down, and the deletions add to them.
+pub fn not_counted(server: &Server) -> u64 {
+    (server.repl.not_counted_memory() + server.aof.buffered_bytes()) as u64
+}
+
+/// Used memory as `maxmemory` counts it, and by how much it is over
+/// `limit` (Redis's `getMaxmemoryState`). What is left out is only worked
+/// out when the total is over the limit.
+fn over_limit(server: &Server, limit: u64) -> Option<u64> {
+    let used = used_memory() as u64;
+    if used <= limit {
+        return None;
+    }
+    let counted = used.saturating_sub(not_counted(server));
+    counted.checked_sub(limit).filter(|&over| over > 0)
+}
+
+/// CONFIG SET maxmemory (Redis's `updateMaxmemory`): warns when the new
+/// limit is below what is used, and has cron make an eviction attempt (a
+/// command of a transaction setting it evicts nothing before EXEC ends).
+pub fn limit_changed(server: &Server) {
+    let limit = server.config.hot.maxmemory.load(Ordering::Relaxed);
+    if limit == 0 {
+        return;
+    }
+    let used = (used_memory() as u64).saturating_sub(not_counted(server));
+    if limit < used {
+        tracing::warn!("WARNING: the new maxmemory value set via CONFIG SET ({limit}) is smaller than the current memory usage ({used}). This will result in key eviction and/or the inability to accept new write commands depending on the maxmemory-policy.");
+    }
+    server.evictor.carrying_on.store(true, Ordering::Relaxed);
 }
 
 /// Evicts keys while memory is over `maxmemory`; see the module docs.
@@ -149,18 +206,22 @@ pub fn perform_evictions(server: &Server) -> EvictResult {
     if server.pause.active() != 0 {
         return EvictResult::Ok;
     }
-    let used = used_for_eviction(server);
-    let result = if used <= limit {
-        EvictResult::Ok
-    } else {
-        evict_until_under(server, used, limit)
+    let result = match over_limit(server, limit) {
+        None => EvictResult::Ok,
+        Some(to_free) => {
+            let result = evict(server, to_free, limit);
+            // Invalidations for the evicted keys go out now.
+            crate::exec::tracking::broadcast(server, None);
+            result
+        }
     };
     server.evictor.record(result);
     result
 }
 
-/// Evicts keys until used memory, `used` now, is not over `limit`.
-fn evict_until_under(server: &Server, mut used: u64, limit: u64) -> EvictResult {
+/// Evicts keys until their deletions freed `to_free` bytes (or memory is
+/// found under `limit`).
+fn evict(server: &Server, to_free: u64, limit: u64) -> EvictResult {
     let config = &server.config;
     let policy = config.eviction_policy();
     if policy == Policy::NoEviction {
@@ -182,11 +243,17 @@ fn evict_until_under(server: &Server, mut used: u64, limit: u64) -> EvictResult 
         || budget.is_some_and(|b| start.get_or_insert_with(Instant::now).elapsed() >= b);
     let mut pool = server.evictor.lock_pool();
     let mut evicted = 0u64;
-    while used > limit {
+    let mut freed = 0i64;
+    while freed < to_free as i64 {
+        // Bytes this thread took for the deletion's log and notifications.
+        let mut side_effects = 0isize;
         let mut log = |db: usize, key: &[u8]| {
+            let before = thread_net_bytes();
             crate::persist::aof::log_deletion(server, db, key, lazy);
             crate::exec::notify::key_gone(server, "evicted", db, key);
+            side_effects += thread_net_bytes().wrapping_sub(before);
         };
+        let before = thread_net_bytes();
         let Some(ev) = server
             .keyspace
             .evict_one(policy, samples, &mut pool, &mut log)
@@ -194,21 +261,32 @@ fn evict_until_under(server: &Server, mut used: u64, limit: u64) -> EvictResult 
             drop(pool);
             return wait_for_lazy_free(server, limit, budget);
         };
+        // A value handed to the lazy free thread counts as freed: Redis
+        // counts it only once the thread got to it, and meanwhile evicts
+        // key after key (every one, with big values) for memory already on
+        // its way out.
+        let mut deferred = 0;
         if lazy {
-            server
-                .lazyfree
-                .free_value(ev.entry.into_value(), |v| v.heap_bytes() as u64);
+            let value = ev.entry.into_value();
+            let bytes = value.heap_bytes() as i64;
+            if server.lazyfree.free_value(value) {
+                deferred = bytes;
+            }
         } else {
             drop(ev);
         }
+        let net = thread_net_bytes().wrapping_sub(before);
+        freed += side_effects.wrapping_sub(net) as i64 + deferred;
         evicted += 1;
-        // The clock is read every 16 keys, as Redis does.
-        if evicted.is_multiple_of(16) && over_budget() {
-            return EvictResult::Running;
+        if evicted.is_multiple_of(16) {
+            if over_limit(server, limit).is_none() {
+                break;
+            }
+            if over_budget() {
+                return EvictResult::Running;
+            }
         }
-        used = used_for_eviction(server);
     }
-    crate::exec::tracking::broadcast(server, None);
     EvictResult::Ok
 }
 
@@ -219,7 +297,7 @@ fn wait_for_lazy_free(server: &Server, limit: u64, budget: Option<Duration>) -> 
     let budget = budget.unwrap_or(Duration::from_millis(1));
     let start = Instant::now();
     while server.lazyfree.pending_objects() > 0 && start.elapsed() < budget {
-        if crate::memory::alloc::used_memory() as u64 <= limit {
+        if over_limit(server, limit).is_none() {
             return EvictResult::Ok;
         }
         std::thread::sleep(budget.min(Duration::from_millis(1)));

@@ -23,8 +23,6 @@ struct Job {
     garbage: Box<dyn Send>,
     /// Objects it counts for (`lazyfree_pending_objects`).
     objects: u64,
-    /// Bytes it is expected to release, for eviction's accounting.
-    bytes: u64,
 }
 
 /// Counters shared with the freeing thread.
@@ -32,20 +30,14 @@ struct Job {
 struct Counters {
     pending_objects: AtomicU64,
     freed_objects: AtomicU64,
-    pending_bytes: AtomicU64,
 }
 
 impl Counters {
     /// Drops a job's garbage and counts it freed.
     fn free(&self, job: Job) {
-        let Job {
-            garbage,
-            objects,
-            bytes,
-        } = job;
+        let Job { garbage, objects } = job;
         drop(garbage);
         self.pending_objects.fetch_sub(objects, Ordering::Relaxed);
-        self.pending_bytes.fetch_sub(bytes, Ordering::Relaxed);
         self.freed_objects.fetch_add(objects, Ordering::Relaxed);
     }
 }
@@ -84,9 +76,6 @@ impl LazyFree {
         self.counters
             .pending_objects
             .fetch_add(job.objects, Ordering::Relaxed);
-        self.counters
-            .pending_bytes
-            .fetch_add(job.bytes, Ordering::Relaxed);
         if let Err(e) = tx.send(job) {
             // The thread is gone: free here.
             self.counters.free(e.0);
@@ -94,18 +83,17 @@ impl LazyFree {
     }
 
     /// Frees `value`: on the background thread when it is big enough to
-    /// be worth it, here otherwise. `bytes` is what the caller expects it
-    /// to release (eviction counts that as already freed); 0 when unknown.
-    pub fn free_value(&self, value: Value, bytes: impl FnOnce(&Value) -> u64) {
+    /// be worth it (then returns true), here otherwise.
+    pub fn free_value(&self, value: Value) -> bool {
         if value.free_effort() > LAZYFREE_THRESHOLD {
-            let bytes = bytes(&value);
             self.send(Job {
                 garbage: Box::new(value),
                 objects: 1,
-                bytes,
             });
+            true
         } else {
             drop(value);
+            false
         }
     }
 
@@ -117,7 +105,6 @@ impl LazyFree {
             self.send(Job {
                 garbage: Box::new(tables),
                 objects,
-                bytes: 0,
             });
         }
     }
@@ -130,11 +117,6 @@ impl LazyFree {
     /// Objects freed so far (`lazyfreed_objects`).
     pub fn freed_objects(&self) -> u64 {
         self.counters.freed_objects.load(Ordering::Relaxed)
-    }
-
-    /// Bytes queued values are expected to release.
-    pub fn pending_bytes(&self) -> u64 {
-        self.counters.pending_bytes.load(Ordering::Relaxed)
     }
 
     /// Zeroes `lazyfreed_objects` (CONFIG RESETSTAT).

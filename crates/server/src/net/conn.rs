@@ -28,7 +28,7 @@ const READ_CHUNK: usize = 16 * 1024;
 const FIRST_READ: usize = 1024;
 /// Reads per readiness event before other clients get a turn.
 const READS_PER_TURN: usize = 16;
-/// An idle input or output buffer larger than this is shrunk back.
+/// An idle input buffer larger than this is given back.
 const IDLE_BUFFER_MAX: usize = 64 * 1024;
 
 /// A client's transport: a TCP or unix-domain socket, or TLS over TCP.
@@ -526,9 +526,14 @@ impl Conn {
         if let Stream::Tls(s) = &mut self.stream {
             s.flush_pending().map_err(|_| Close::Gone)?;
         }
-        if self.out.is_empty() && self.out.capacity() > IDLE_BUFFER_MAX {
-            // Give back the memory of big replies once they are sent.
-            self.out.shrink_to(READ_CHUNK);
+        if self.out.is_empty() && self.out.capacity() > READ_CHUNK {
+            // Give back the memory of big replies once they are sent. What
+            // outgrew one chunk is what Redis holds past its fixed reply
+            // buffer, in blocks it frees as they are written: kept here,
+            // it would stay in `used_memory` and make the next command
+            // evict keys for it (a burst of tracking invalidations to
+            // clients that cache the evicted keys drained the keyspace).
+            self.out.shrink_to(0);
         }
         self.session
             .shared

@@ -57,10 +57,15 @@ pub fn run(server: Arc<Server>) {
         crate::repl::replica::expire_local_keys(&server);
         crate::persist::rdb::cron(&server);
         crate::net::outbound::close_idle();
-        // Carries on an eviction a command's time budget cut short.
-        crate::memory::evict::perform_evictions(&server);
-        // Catches up on client memory the workers have not acted on yet.
+        // Catches up on client memory the workers have not acted on yet
+        // (before keys, as Redis evicts clients first).
         crate::memory::client_evict::evict_clients(&server);
+        // Carries on an eviction a command's time budget cut short (only
+        // then: otherwise keys go when a command finds memory over the
+        // limit, as in Redis).
+        if server.evictor.carrying_on() {
+            crate::memory::evict::perform_evictions(&server);
+        }
         let used = alloc::used_memory() as u64;
         server.used_memory_peak.fetch_max(used, Ordering::Relaxed);
         server.metrics.rates.sample_if_due(&server.worker_stats);

@@ -5,4 +5,5 @@
 
 pub mod aof;
 pub mod check_rdb;
+pub mod forks;
 pub mod rdb;

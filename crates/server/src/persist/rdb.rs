@@ -561,8 +561,12 @@ pub fn save_after_flushall(server: &Server, flush_dirty: u64) {
 pub fn bgsave(server: &Arc<Server>) -> Result<(), SaveError> {
     let state = &server.rdb;
     state.last_try_ms.store(now_ms(), Ordering::Relaxed);
+    let asked = Instant::now();
     let done = match start_snapshot(server) {
-        Ok(done) => done,
+        Ok(done) => {
+            crate::persist::forks::started(server, asked.elapsed());
+            done
+        }
         // Redis's forked child would fail to create the file: the save
         // counts as a failed background save (writes may be refused).
         Err(SaveError::Io(e)) => {

@@ -127,6 +127,17 @@ impl ReplBuffer {
         self.mem
     }
 
+    /// What `maxmemory` leaves out of this buffer, as Redis's
+    /// `freeMemoryGetNotCountedMemory`: everything beyond
+    /// `repl-backlog-size` and the block overhead a backlog of that size
+    /// takes, which is what replicas hold back (kept even once they are
+    /// gone, until trimmed: evicting keys for it would not bring it down).
+    pub fn not_counted(&self) -> usize {
+        let blocks = self.backlog_size / MIN_BLOCK + 1;
+        self.mem
+            .saturating_sub(self.backlog_size + blocks * BLOCK_OVERHEAD)
+    }
+
     /// Bytes held (`repl_backlog_histlen`).
     pub fn histlen(&self) -> u64 {
         (self.offset + 1) - self.first_byte_offset()
@@ -207,6 +218,23 @@ impl ReplBuffer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_what_exceeds_the_backlog_escapes_maxmemory() {
+        let mut b = ReplBuffer::new(64 * 1024, 0);
+        b.feed(&[1; 60 * 1024]);
+        assert_eq!(b.not_counted(), 0, "within the backlog's size");
+        let replica = 1;
+        b.feed(&[2; 200 * 1024]);
+        b.trim(Some(replica));
+        let counted = 64 * 1024 + 5 * BLOCK_OVERHEAD;
+        assert!(b.mem() > counted);
+        assert_eq!(b.not_counted(), b.mem() - counted);
+        // The replica caught up: the backlog shrinks back to its size,
+        // give or take the one block it keeps until all of it can go.
+        b.trim(Some(b.offset() + 1));
+        assert!(b.not_counted() <= MIN_BLOCK, "{}", b.not_counted());
+    }
 
     fn read_all(b: &ReplBuffer, cursor: u64) -> Vec<u8> {
         let mut out = Vec::new();

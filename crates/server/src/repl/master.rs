@@ -446,9 +446,11 @@ fn snapshot_to(
             return Err(std::io::Error::other("link closed"));
         }
         let mut cut_taken = false;
+        let asked = Instant::now();
         let applying = server.repl.is_replica().then(|| server.repl.apply.lock());
         let at_cut = || {
             cut_taken = true;
+            crate::persist::forks::started(server, asked.elapsed());
             saving.store(true, Ordering::Release);
             attach_at_cut(server, replicas, applying);
         };

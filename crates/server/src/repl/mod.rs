@@ -84,6 +84,9 @@ pub struct Repl {
     restored_stream_db: std::sync::atomic::AtomicUsize,
     /// FAILOVER's state (`master_failover_state`).
     pub failover: failover::Failover,
+    /// The buffer's [`ReplBuffer::not_counted`], mirrored out of the lock
+    /// for eviction, which reads it whenever memory is over `maxmemory`.
+    not_counted: std::sync::atomic::AtomicUsize,
 }
 
 /// The replication aux fields of an RDB (Redis's `rdbSaveInfo`): the
@@ -152,6 +155,7 @@ impl Default for Repl {
             diskless: Default::default(),
             restored_stream_db: Default::default(),
             failover: Default::default(),
+            not_counted: Default::default(),
         }
     }
 }
@@ -230,6 +234,25 @@ impl Repl {
         }
     }
 
+    /// Replication buffer bytes `maxmemory` leaves out (see
+    /// [`ReplBuffer::not_counted`]).
+    pub fn not_counted_memory(&self) -> usize {
+        self.not_counted.load(Ordering::Relaxed)
+    }
+
+    /// Trims the backlog ([`Stream::trim`]) and mirrors what is left out
+    /// of `maxmemory` after it.
+    fn trim(&self, s: &mut Stream) {
+        s.trim();
+        self.publish_not_counted(s);
+    }
+
+    /// Mirrors the buffer's [`ReplBuffer::not_counted`] after a change.
+    fn publish_not_counted(&self, s: &Stream) {
+        let bytes = s.backlog.as_ref().map_or(0, ReplBuffer::not_counted);
+        self.not_counted.store(bytes, Ordering::Relaxed);
+    }
+
     /// Appends stream bytes to the shared buffer and wakes every attached
     /// replica. When that took a new block, as Redis, checks the
     /// replicas' output limits (closing those past theirs) and trims the
@@ -250,7 +273,7 @@ impl Repl {
             // Those cut off stop holding the buffer now, not when their
             // threads notice.
             s.replicas.retain(|r| !r.is_closed());
-            s.trim();
+            self.trim(s);
         }
         for r in &s.replicas {
             r.wake();
@@ -268,7 +291,7 @@ impl Repl {
         let next = buffer.read(r.cursor(), max, out);
         r.set_cursor(next);
         r.client.omem.store(buffer.held_by(next), Ordering::Relaxed);
-        s.trim();
+        self.trim(&mut s);
     }
 
     /// `mem_total_replication_buffers`, and its split between the backlog
@@ -380,6 +403,7 @@ impl Repl {
         }
         let mut s = self.stream.lock();
         s.backlog = Some(ReplBuffer::new(backlog_size(server), offset));
+        self.publish_not_counted(&s);
         // Once promoted, this server's own writes feed the backlog.
         server.aof.set_replicating(true);
         self.offset.store(offset, Ordering::SeqCst);
@@ -640,9 +664,14 @@ pub fn attach(server: &Server, replica: Arc<Replica>) -> u64 {
 /// attached to the stream (CLIENT KILL): its replica sees the link drop
 /// at once, as Redis closes a killed replica before its next reply.
 pub fn close_replica_link(server: &Server, client_id: u64) {
-    let s = server.repl.stream.lock();
+    let mut s = server.repl.stream.lock();
     if let Some(r) = s.replicas.iter().find(|r| r.client.id == client_id) {
         r.close();
+        // As Redis frees a killed replica at once, it stops holding the
+        // shared buffer now (INFO `mem_clients_slaves` right after CLIENT
+        // KILL shows it), not when its threads notice.
+        s.replicas.retain(|r| !r.is_closed());
+        server.repl.trim(&mut s);
     }
 }
 
@@ -652,7 +681,7 @@ pub fn close_replica_link(server: &Server, client_id: u64) {
 pub fn forget_closed(server: &Server) {
     let mut s = server.repl.stream.lock();
     s.replicas.retain(|r| !r.is_closed());
-    s.trim();
+    server.repl.trim(&mut s);
 }
 
 /// A replica (or a full sync that never attached) is gone. Effects stay
@@ -661,7 +690,7 @@ pub fn forget_closed(server: &Server) {
 pub fn detach(server: &Server, client_id: u64) {
     let mut s = server.repl.stream.lock();
     s.replicas.retain(|r| r.client.id != client_id);
-    s.trim();
+    server.repl.trim(&mut s);
     s.users = s.users.saturating_sub(1);
     if s.users == 0 && s.backlog.is_none() {
         server.aof.set_replicating(false);

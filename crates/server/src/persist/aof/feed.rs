@@ -23,6 +23,8 @@
 //! it. So every unit below `limit` is in hand and the units below `limit`
 //! can be written in order; units at or above it wait for the next round.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use parking_lot::Mutex;
 use vireo_resp::Args;
 
@@ -270,6 +272,9 @@ fn encode_with<'a, I: Iterator<Item = &'a [u8]>>(
 #[derive(Default)]
 pub(super) struct Slot {
     units: Mutex<Vec<u8>>,
+    /// The capacity of `units`, mirrored for [`Slot::held`] (written
+    /// with the lock held, on the slot's own cache line).
+    held: AtomicUsize,
 }
 
 impl Slot {
@@ -291,6 +296,7 @@ impl Slot {
         units.reserve(HEADER + unit.bytes.len());
         units.extend_from_slice(&header);
         units.extend_from_slice(&unit.bytes);
+        self.held.store(units.capacity(), Ordering::Relaxed);
         drop(units);
         unit.clear();
         (seq, was_empty)
@@ -299,6 +305,11 @@ impl Slot {
     /// Bytes staged and not yet taken.
     pub(super) fn len(&self) -> usize {
         self.units.lock().len()
+    }
+
+    /// Bytes the slot's buffer holds (its capacity), without the lock.
+    pub(super) fn held(&self) -> usize {
+        self.held.load(Ordering::Relaxed)
     }
 }
 
@@ -354,7 +365,11 @@ impl Merger {
         for (q, slot) in self.queues.iter_mut().zip(slots) {
             q.spare.clear();
             q.spare.shrink_to(KEPT_CAPACITY);
-            std::mem::swap(&mut *slot.units.lock(), &mut q.spare);
+            {
+                let mut units = slot.units.lock();
+                std::mem::swap(&mut *units, &mut q.spare);
+                slot.held.store(units.capacity(), Ordering::Relaxed);
+            }
             if q.spare.is_empty() {
                 continue;
             }
@@ -367,6 +382,14 @@ impl Merger {
                 q.buf.extend_from_slice(&q.spare);
             }
         }
+    }
+
+    /// Bytes the queues' buffers hold (their capacities).
+    pub(super) fn held(&self) -> usize {
+        self.queues
+            .iter()
+            .map(|q| q.buf.capacity() + q.spare.capacity())
+            .sum()
     }
 
     /// True when every unit taken has been emitted.

@@ -26,7 +26,9 @@ pub mod rewrite;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{
+    AtomicBool, AtomicI32, AtomicI64, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -130,6 +132,9 @@ pub struct Aof {
     seq: AtomicU64,
     /// Staged units: one slot per worker, then one for other threads.
     slots: Box<[Slot]>,
+    /// Bytes the writer holds between taking units and writing them (its
+    /// merge queues and output buffer), published once per round.
+    writer_held: AtomicUsize,
     feed: Mutex<Feed>,
     feed_cond: Condvar,
     /// Units known to be durable as the policy asks: replies of commands
@@ -177,6 +182,7 @@ impl Aof {
             fsync: AtomicU8::new(Fsync::EverySec as u8),
             seq: AtomicU64::new(0),
             slots: (0..=workers).map(|_| Slot::default()).collect(),
+            writer_held: AtomicUsize::new(0),
             feed: Mutex::new(Feed::default()),
             feed_cond: Condvar::new(),
             synced: AtomicU64::new(0),
@@ -416,6 +422,24 @@ impl Aof {
     /// Whether the running rewrite was told to stop.
     pub(crate) fn rewrite_cancelled(&self) -> bool {
         self.rewrite_cancel.load(Ordering::Acquire)
+    }
+
+    /// Bytes of commands on their way to the log and the replication
+    /// stream, staged by the workers or held by the writer: Vireo's form
+    /// of Redis's `aof_buf`, which `maxmemory` leaves out. Zero while
+    /// nothing is collected.
+    pub fn buffered_bytes(&self) -> usize {
+        if !self.is_collecting() {
+            return 0;
+        }
+        let staged: usize = self.slots.iter().map(Slot::held).sum();
+        staged + self.writer_held.load(Ordering::Relaxed)
+    }
+
+    /// The writer's part of [`Aof::buffered_bytes`], after a change.
+    fn publish_writer_held(&self, merger: &Merger, data_capacity: usize) {
+        let held = merger.held() + data_capacity;
+        self.writer_held.store(held, Ordering::Relaxed);
     }
 
     /// True while a rewrite runs.
@@ -677,6 +701,7 @@ pub fn run_writer(server: Arc<Server>) {
         // staged by now (see `feed`).
         let limit = aof.seq.load(Ordering::SeqCst);
         merger.take(&aof.slots);
+        aof.publish_writer_held(&merger, data.capacity());
         let policy = aof.fsync_policy();
         let mut file_slot = aof.file.lock();
         let mut wrote = 0usize;
@@ -748,6 +773,7 @@ pub fn run_writer(server: Arc<Server>) {
         if data.is_empty() {
             aof.synced.store(limit, Ordering::SeqCst);
         }
+        aof.publish_writer_held(&merger, data.capacity());
         wake_waiting_workers(&server);
         if stop && merger.is_empty() && aof.slots.iter().all(|s| s.len() == 0) {
             return;

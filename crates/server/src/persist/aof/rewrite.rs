@@ -16,6 +16,7 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use vireo_resp::number::format_double;
 use vireo_store::keyspace::Entry;
@@ -479,8 +480,10 @@ fn rewrite(server: &Server, aof: &Aof) -> std::io::Result<()> {
     let mut m = aof.manifest.lock().clone().unwrap_or_default();
     let format = base_format(server);
     let mut cut = None;
+    let asked = Instant::now();
     let written = write_base(server, &tmp, format, || {
-        cut = Some(at_cut(server, &mut m, &prefix))
+        cut = Some(at_cut(server, &mut m, &prefix));
+        crate::persist::forks::started(server, asked.elapsed());
     });
     let logging = cut.unwrap_or(Ok(false))?;
     let base_len = written?;
