@@ -530,3 +530,39 @@ fn a_full_sync_under_write_load_loses_and_repeats_nothing() {
     assert_eq!(ok(&mut c, &["WAIT", "1", "5000"]), redis::Value::Int(1));
     assert_eq!(digest(&mut r), digest(&mut c));
 }
+
+/// A full sync through a file (`repl-diskless-sync no`) follows Redis's
+/// order: `+FULLRESYNC` as soon as the snapshot is cut, newlines as
+/// keep-alives while the file is written, then the RDB bulk.
+#[test]
+fn a_disk_sync_announces_the_full_resync_before_writing_the_file() {
+    let (s, mut c) = master_without_pings();
+    ok(&mut c, &["CONFIG", "SET", "repl-diskless-sync", "no"]);
+    for i in 0..100 {
+        ok(&mut c, &["SET", &format!("k{i}"), "v"]);
+    }
+    // 20 ms per key: the file takes two seconds at least.
+    ok(&mut c, &["CONFIG", "SET", "rdb-key-save-delay", "20000"]);
+    let mut link = Link::open(s.port, "PSYNC ? -1");
+    let announced = link.line();
+    assert!(announced.starts_with("+FULLRESYNC "), "{announced}");
+    assert!(
+        info_field(&mut c, "slave0").contains("state=wait_bgsave"),
+        "the file is still being written"
+    );
+    let mut newlines = 0;
+    let head = loop {
+        let line = link.line();
+        if !line.is_empty() {
+            break line;
+        }
+        newlines += 1;
+    };
+    assert!(newlines >= 1, "a keep-alive newline every second");
+    let len: usize = head[1..].parse().expect("the bulk length");
+    let mut payload = vec![0; len];
+    link.r.read_exact(&mut payload).unwrap();
+    assert!(payload.starts_with(b"REDIS0010"));
+    ok(&mut c, &["SET", "after", "sync"]);
+    link.expect(&[&["select", "0"], &["set", "after", "sync"]]);
+}

@@ -16,7 +16,7 @@
 //! loaded the RDB.
 
 use std::io::{self, Write};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -39,6 +39,17 @@ const WRITE_POLL: Duration = Duration::from_millis(500);
 pub struct Queue {
     state: Mutex<QueueState>,
     cond: Condvar,
+    /// FLUSHALLs so far: a transfer begun before the last one stops.
+    flushes: AtomicU64,
+}
+
+impl Queue {
+    /// FLUSHALL: the transfer running stops at its next write, as Redis's
+    /// FLUSHALL kills the RDB child; its replicas connect again and get
+    /// the flushed dataset.
+    pub fn abort_running(&self) {
+        self.flushes.fetch_add(1, Ordering::SeqCst);
+    }
 }
 
 #[derive(Default)]
@@ -144,7 +155,13 @@ fn transfer(server: &Arc<Server>, batch: &[(Arc<Replica>, bool)]) {
         alive: batch.to_vec(),
         mark: super::super::random_replid(),
         started: false,
+        flushes: server.repl.diskless.flushes.load(Ordering::SeqCst),
     };
+    // Redis names its fork child; the transfer runs in this process.
+    tracing::info!(
+        "Background RDB transfer started by pid {}",
+        std::process::id()
+    );
     let replicas: Vec<Arc<Replica>> = batch.iter().map(|(r, _)| r.clone()).collect();
     let written = super::snapshot_to(server, &replicas, super::Target::Sockets(&mut sink))
         .and_then(|()| sink.finish());
@@ -175,6 +192,8 @@ pub(super) struct FanOut<'a> {
     /// The preambles are sent (at the first write, once the cut's offset
     /// is known).
     started: bool,
+    /// The FLUSHALL count when the transfer began.
+    flushes: u64,
 }
 
 impl FanOut<'_> {
@@ -182,10 +201,13 @@ impl FanOut<'_> {
     /// for PSYNC, then `$EOF:<mark>`.
     fn start(&mut self) -> io::Result<()> {
         self.started = true;
-        let replid = self.server.repl.replid();
+        let repl = &self.server.repl;
         let mark = self.mark.clone();
         self.each(|r, psync| {
             let offset = wait_for_cut(r)?;
+            // Read after the cut: attaching the first replica may have
+            // started a new history.
+            let replid = repl.replid();
             r.socket.set_write_timeout(Some(WRITE_POLL))?;
             r.state.store(SEND_BULK, Ordering::Relaxed);
             let mut head = String::new();
@@ -241,6 +263,10 @@ impl FanOut<'_> {
 
 impl Write for FanOut<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.server.repl.diskless.flushes.load(Ordering::SeqCst) != self.flushes {
+            tracing::warn!("Diskless rdb transfer aborted: the dataset was flushed.");
+            return Err(io::Error::other("the dataset was flushed"));
+        }
         if !self.started {
             self.start()?;
         }
