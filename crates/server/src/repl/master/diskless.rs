@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use super::{wait_for_cut, Replica, SyncKind, ONLINE, SEND_BULK};
+use super::{wait_for_cut, Replica, SyncKind, ONLINE};
 use crate::server::Server;
 
 /// The transfer's outcome for one replica, in `Replica::rdb_outcome`.
@@ -198,7 +198,9 @@ pub(super) struct FanOut<'a> {
 
 impl FanOut<'_> {
     /// Sends each replica its preamble: `+FULLRESYNC <replid> <offset>`
-    /// for PSYNC, then `$EOF:<mark>`.
+    /// for PSYNC, then `$EOF:<mark>`. The replica's state stays
+    /// `wait_bgsave` until the transfer ends, as Redis's does while its
+    /// child streams to sockets.
     fn start(&mut self) -> io::Result<()> {
         self.started = true;
         let repl = &self.server.repl;
@@ -209,7 +211,6 @@ impl FanOut<'_> {
             // started a new history.
             let replid = repl.replid();
             r.socket.set_write_timeout(Some(WRITE_POLL))?;
-            r.state.store(SEND_BULK, Ordering::Relaxed);
             let mut head = String::new();
             if psync {
                 head.push_str(&format!("+FULLRESYNC {replid} {offset}\r\n"));
