@@ -21,7 +21,7 @@ use config::Config;
 use net::{listener, worker};
 use ops::cron;
 use persist::{aof, rdb};
-use server::{Server, ShutdownSave, REDIS_VERSION, VIREO_VERSION};
+use server::{Server, REDIS_VERSION, VIREO_VERSION};
 
 /// Runs the server with redis-server style arguments (`[file.conf]
 /// [--name value ...]`, program name excluded). Returns the exit status.
@@ -256,7 +256,10 @@ fn load_dataset(server: &Server) -> Result<(), String> {
     result
 }
 
-/// SIGTERM and SIGINT start a clean shutdown.
+/// SIGTERM and SIGINT start a clean shutdown, with the flags of
+/// `shutdown-on-sigterm` / `shutdown-on-sigint`; it may wait for lagging
+/// replicas (`ops::shutdown`). A second SIGINT meanwhile exits at once,
+/// as Redis's does.
 fn watch_signals(server: Arc<Server>, accept_waker: Arc<mio::Waker>) -> std::io::Result<()> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT])?;
@@ -264,17 +267,23 @@ fn watch_signals(server: Arc<Server>, accept_waker: Arc<mio::Waker>) -> std::io:
         .name("vireo-signals".into())
         .spawn(move || {
             for sig in signals.forever() {
-                let name = if sig == SIGINT { "SIGINT" } else { "SIGTERM" };
+                let (name, config) = if sig == SIGINT {
+                    ("SIGINT", "shutdown-on-sigint")
+                } else {
+                    ("SIGTERM", "shutdown-on-sigterm")
+                };
+                if sig == SIGINT && server.shutdown.is_pending() {
+                    tracing::warn!("You insist... exiting now.");
+                    std::process::exit(1);
+                }
                 tracing::warn!("Received {name} scheduling shutdown...");
-                // As in Redis, a failed final save keeps the server running.
-                match server.prepare_shutdown(ShutdownSave::Default, false) {
-                    Ok(()) => {
-                        let _ = accept_waker.wake();
-                        break;
-                    }
-                    Err(_) => tracing::warn!(
-                        "{name} received but errors trying to shut down the server, check the logs for more information"
-                    ),
+                let words = server.config.get_one(config).unwrap_or_default();
+                let flags = ops::shutdown::Flags::from_config(&words);
+                if ops::shutdown::request(&server, flags, || None)
+                    == ops::shutdown::Outcome::Stopping
+                {
+                    let _ = accept_waker.wake();
+                    break;
                 }
             }
         })?;

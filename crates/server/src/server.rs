@@ -130,26 +130,43 @@ pub struct Pause {
     pub mode: AtomicU8,
     /// Unix ms at which the pause ends by itself.
     pub until_ms: AtomicU64,
-    /// A FAILOVER holds writes back until it ends (Redis's
-    /// `PAUSE_DURING_FAILOVER`, which CLIENT UNPAUSE does not lift).
-    failover: AtomicBool,
+    /// Holders of a write pause of their own, one bit each ([`HOLD_FAILOVER`],
+    /// [`HOLD_SHUTDOWN`]): CLIENT UNPAUSE does not lift them.
+    holds: AtomicU8,
 }
+
+/// A FAILOVER holds writes back until it ends (Redis's
+/// `PAUSE_DURING_FAILOVER`).
+pub const HOLD_FAILOVER: u8 = 1;
+/// A shutdown waiting for its replicas holds writes back (Redis's
+/// `PAUSE_DURING_SHUTDOWN`).
+pub const HOLD_SHUTDOWN: u8 = 2;
 
 impl Pause {
     /// The pause mode in force now (expired pauses read as none).
     pub fn active(&self) -> u8 {
-        let failover = u8::from(self.failover.load(Ordering::Acquire));
+        let held = u8::from(self.holds.load(Ordering::Acquire) != 0);
         let mode = self.mode.load(Ordering::Acquire);
         if mode != 0 && now_ms() >= self.until_ms.load(Ordering::Acquire) {
             self.mode.store(0, Ordering::Release);
-            return failover;
+            return held;
         }
-        mode.max(failover)
+        mode.max(held)
     }
 
     /// Starts or ends the failover's write pause; expiry stops with it.
     pub fn set_failover(&self, keyspace: &Keyspace, on: bool) {
-        self.failover.store(on, Ordering::Release);
+        self.set_hold(keyspace, HOLD_FAILOVER, on);
+    }
+
+    /// Starts or ends `holder`'s write pause (a `HOLD_*` bit); expiry
+    /// stops while any holds writes.
+    pub fn set_hold(&self, keyspace: &Keyspace, holder: u8, on: bool) {
+        if on {
+            self.holds.fetch_or(holder, Ordering::AcqRel);
+        } else {
+            self.holds.fetch_and(!holder, Ordering::AcqRel);
+        }
         let client_end = if self.mode.load(Ordering::Acquire) != 0 {
             self.until_ms.load(Ordering::Acquire)
         } else {
@@ -159,9 +176,9 @@ impl Pause {
     }
 
     /// Until when expiry must stop, given a CLIENT PAUSE ending at
-    /// `client_end`: forever while a failover holds writes.
+    /// `client_end`: forever while a holder holds writes.
     pub fn expiry_end(&self, client_end: u64) -> u64 {
-        if self.failover.load(Ordering::Acquire) {
+        if self.holds.load(Ordering::Acquire) != 0 {
             u64::MAX
         } else {
             client_end
@@ -195,6 +212,8 @@ pub struct Server {
     pub lastsave_s: AtomicU64,
     /// Set when the server is stopping.
     pub shutting_down: AtomicBool,
+    /// A shutdown waiting for its replicas (`shutdown-timeout`).
+    pub shutdown: crate::ops::shutdown::Shutdown,
     pub started: Instant,
     pub started_ms: u64,
     pub run_id: String,
@@ -257,6 +276,7 @@ impl Server {
             dirty_at_last_save: AtomicU64::new(0),
             lastsave_s: AtomicU64::new(now / 1000),
             shutting_down: AtomicBool::new(false),
+            shutdown: Default::default(),
             started: Instant::now(),
             started_ms: now,
             run_id: random_run_id(),
@@ -409,12 +429,13 @@ impl Server {
         if must_save {
             tracing::info!("Saving the final RDB snapshot before exiting.");
             if let Err(e) = crate::persist::rdb::save(&self.arc()) {
-                tracing::warn!("Error trying to save the DB, can't exit: {e}");
                 if !force {
+                    tracing::warn!("Error trying to save the DB, can't exit: {e}");
                     self.pause.mode.store(0, Ordering::Release);
                     self.wake_all();
-                    return Err("Errors trying to SHUTDOWN. Check logs.".into());
+                    return Err(crate::ops::shutdown::FAILED.into());
                 }
+                tracing::warn!("Error trying to save the DB. Exit anyway: {e}");
             }
         }
         crate::net::listener::close_listeners();

@@ -863,3 +863,96 @@ fn a_replica_coming_back_continues_in_the_streams_database() {
     ok(&mut bc, &["SELECT", "9"]);
     assert_eq!(get(&mut bc, "k").as_deref(), Some("2"));
 }
+
+/// `repl-backlog-ttl`: a master without replicas for longer frees its
+/// backlog, with a new replication id (a replica coming back must sync in
+/// full, and the master's writes no longer move its offset); a replica
+/// keeps its backlog however long it has no replicas of its own, and once
+/// promoted keeps it for the ttl counted from the promotion.
+#[test]
+fn a_master_frees_its_backlog_after_the_ttl_and_a_replica_keeps_it() {
+    let (m, mlog) = start_logged(&["--repl-backlog-ttl", "1"]);
+    let (r, _) = start_logged(&["--repl-backlog-ttl", "3"]);
+    let (mut mc, mut rc) = (m.conn(), r.conn());
+    replicaof(&mut rc, m.port);
+    wait_up(&mut rc);
+    wait_log(
+        &mlog,
+        "Replication backlog created, my new replication IDs are '",
+    );
+    ok(&mut mc, &["SET", "a", "1"]);
+    wait_same_data(&mut mc, &mut rc);
+    let history = info_field(&mut mc, "master_replid");
+    assert_eq!(info_field(&mut mc, "repl_backlog_active"), "1");
+    // Longer than its ttl as a replica without replicas of its own: it
+    // keeps its backlog.
+    std::thread::sleep(Duration::from_millis(4500));
+    assert_eq!(info_field(&mut rc, "repl_backlog_active"), "1");
+    // Promoted, it keeps it still: the ttl counts from the promotion.
+    ok(&mut rc, &["REPLICAOF", "NO", "ONE"]);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(info_field(&mut rc, "role"), "master");
+    assert_eq!(info_field(&mut rc, "repl_backlog_active"), "1");
+    // Its master, left without replicas, frees its backlog a second later
+    // (more than the ttl).
+    wait_log(
+        &mlog,
+        "Replication backlog freed after 1 seconds without connected replicas.",
+    );
+    assert_eq!(info_field(&mut mc, "repl_backlog_active"), "0");
+    assert_eq!(info_field(&mut mc, "repl_backlog_histlen"), "0");
+    assert_ne!(info_field(&mut mc, "master_replid"), history);
+    assert_eq!(info_field(&mut mc, "master_replid2"), "0".repeat(40));
+    let offset = info_field(&mut mc, "master_repl_offset");
+    ok(&mut mc, &["SET", "b", "2"]);
+    assert_eq!(info_field(&mut mc, "master_repl_offset"), offset);
+    // Back to the master: the history it had is gone, a full sync.
+    let refused: u64 = info_field(&mut mc, "sync_partial_err").parse().unwrap();
+    replicaof(&mut rc, m.port);
+    wait_up(&mut rc);
+    wait_same_data(&mut mc, &mut rc);
+    assert_eq!(info_field(&mut mc, "sync_full"), "2");
+    assert_eq!(
+        info_field(&mut mc, "sync_partial_err"),
+        (refused + 1).to_string()
+    );
+    assert_eq!(get(&mut rc, "b").as_deref(), Some("2"));
+}
+
+/// FLUSHALL during a diskless transfer stops it, as Redis's kills its RDB
+/// child: the replica connects again and syncs the flushed dataset in a
+/// new transfer.
+#[test]
+fn flushall_ends_a_running_diskless_transfer() {
+    let (m, mlog) = start_logged(&[
+        "--repl-diskless-sync",
+        "yes",
+        "--repl-diskless-sync-delay",
+        "0",
+    ]);
+    let (r, rlog) = start_logged(&["--repl-diskless-load", "swapdb"]);
+    let (mut mc, mut rc) = (m.conn(), r.conn());
+    ok(&mut mc, &["DEBUG", "POPULATE", "2000", "test", "1000"]);
+    // 100 ms per key: the transfer would take minutes.
+    ok(&mut mc, &["CONFIG", "SET", "rdb-key-save-delay", "100000"]);
+    replicaof(&mut rc, m.port);
+    wait_log(&rlog, "MASTER <-> REPLICA sync: Loading DB in memory");
+    ok(&mut mc, &["FLUSHALL"]);
+    wait_log(
+        &mlog,
+        "Diskless rdb transfer aborted: the dataset was flushed.",
+    );
+    eventually("a second transfer", || {
+        std::fs::read_to_string(&mlog)
+            .unwrap_or_default()
+            .matches("Background RDB transfer started by pid")
+            .count()
+            == 2
+    });
+    wait_up(&mut rc);
+    assert_eq!(ok(&mut rc, &["DBSIZE"]), redis::Value::Int(0));
+    assert_eq!(
+        ok(&mut mc, &["PING"]),
+        redis::Value::SimpleString("PONG".into())
+    );
+}

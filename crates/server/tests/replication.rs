@@ -284,7 +284,6 @@ fn diskless_sync_streams_one_snapshot_to_the_replicas_that_wait_together() {
         &["CONFIG", "SET", "repl-diskless-sync-max-replicas", "2"],
     );
     ok(&mut c, &["SET", "in-the-snapshot", "1"]);
-    let replid = info_field(&mut c, "master_replid");
     let started = Instant::now();
     let mut links: Vec<Link> = (0..2)
         .map(|_| {
@@ -296,7 +295,11 @@ fn diskless_sync_streams_one_snapshot_to_the_replicas_that_wait_together() {
         .collect();
     let mut marks = Vec::new();
     for link in &mut links {
-        assert_eq!(link.line(), format!("+FULLRESYNC {replid} 0"));
+        // The backlog, made for these first replicas, starts a new
+        // history (as Redis's): its id is the one INFO shows now.
+        let announced = link.line();
+        let replid = info_field(&mut c, "master_replid");
+        assert_eq!(announced, format!("+FULLRESYNC {replid} 0"));
         let head = link.line();
         let mark = head
             .strip_prefix("$EOF:")
@@ -594,4 +597,40 @@ fn a_full_sync_under_write_load_loses_and_repeats_nothing() {
     }
     assert_eq!(ok(&mut c, &["WAIT", "1", "5000"]), redis::Value::Int(1));
     assert_eq!(digest(&mut r), digest(&mut c));
+}
+
+/// A full sync through a file (`repl-diskless-sync no`) follows Redis's
+/// order: `+FULLRESYNC` as soon as the snapshot is cut, newlines as
+/// keep-alives while the file is written, then the RDB bulk.
+#[test]
+fn a_disk_sync_announces_the_full_resync_before_writing_the_file() {
+    let (s, mut c) = master_without_pings();
+    ok(&mut c, &["CONFIG", "SET", "repl-diskless-sync", "no"]);
+    for i in 0..100 {
+        ok(&mut c, &["SET", &format!("k{i}"), "v"]);
+    }
+    // 20 ms per key: the file takes two seconds at least.
+    ok(&mut c, &["CONFIG", "SET", "rdb-key-save-delay", "20000"]);
+    let mut link = Link::open(s.port, "PSYNC ? -1");
+    let announced = link.line();
+    assert!(announced.starts_with("+FULLRESYNC "), "{announced}");
+    assert!(
+        info_field(&mut c, "slave0").contains("state=wait_bgsave"),
+        "the file is still being written"
+    );
+    let mut newlines = 0;
+    let head = loop {
+        let line = link.line();
+        if !line.is_empty() {
+            break line;
+        }
+        newlines += 1;
+    };
+    assert!(newlines >= 1, "a keep-alive newline every second");
+    let len: usize = head[1..].parse().expect("the bulk length");
+    let mut payload = vec![0; len];
+    link.r.read_exact(&mut payload).unwrap();
+    assert!(payload.starts_with(b"REDIS0010"));
+    ok(&mut c, &["SET", "after", "sync"]);
+    link.expect(&[&["select", "0"], &["set", "after", "sync"]]);
 }

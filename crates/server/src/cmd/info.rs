@@ -190,6 +190,9 @@ fn server_section(server: &Server, w: &mut Lines<'_>) {
     let config_file = server.config.config_file().map(|p| p.display().to_string());
     w.kv("config_file", config_file.unwrap_or_default());
     w.kv("io_threads_active", u8::from(workers > 1));
+    if let Some(ms) = server.shutdown.remaining_ms() {
+        w.kv("shutdown_in_milliseconds", ms);
+    }
     w.kv("vireo_version", VIREO_VERSION);
 }
 

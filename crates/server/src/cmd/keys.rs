@@ -410,6 +410,7 @@ fn flushall(ctx: &mut Ctx<'_>, args: Args<'_>) {
         return;
     };
     crate::persist::rdb::supersede_running_save(ctx.server);
+    ctx.server.repl.diskless.abort_running();
     let flushed = (0..ctx.server.keyspace.databases())
         .map(|db| ctx.keys.flush_db(db))
         .collect();

@@ -3,6 +3,7 @@
 
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use vireo_resp::number::parse_i64;
 use vireo_resp::Args;
@@ -10,10 +11,12 @@ use vireo_store::clock::{now_ms, now_us};
 
 use super::shared::{reply_help, subcommand_syntax_error};
 use super::{container, errors, flags::*, is, spec, table, text, CommandSpec, Ctx, KeySpec};
+use crate::exec::blocking::{BlockedOp, Served, Waiter};
 use crate::exec::monitor;
 use crate::ops::metrics::{Histogram, LatencySeries, MemoryReport};
+use crate::ops::shutdown;
 use crate::persist::rdb;
-use crate::server::ShutdownSave;
+use crate::server::{Server, ShutdownSave};
 
 const ADMIN_NS: u32 = ADMIN | NOSCRIPT | LOADING | STALE;
 
@@ -169,42 +172,89 @@ fn lastsave(ctx: &mut Ctx<'_>, _args: Args<'_>) {
 }
 
 /// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]: stops the server; the
-/// caller gets no reply, just the closed connection. With no replicas to
-/// wait for, a shutdown is never pending, so ABORT always fails.
+/// caller gets no reply, just the closed connection. While replicas lag
+/// (and unless NOW), the caller blocks until they catch up or
+/// `shutdown-timeout` passes ([`shutdown::request`]); ABORT cancels such a
+/// wait.
 fn shutdown(ctx: &mut Ctx<'_>, args: Args<'_>) {
-    let (mut nosave, mut save, mut other, mut abort) = (false, false, false, false);
-    let mut force = false;
+    let mut flags = shutdown::Flags::default();
+    let (mut nosave, mut save, mut abort) = (false, false, false);
     for a in args.iter().skip(1) {
         if is(a, "nosave") {
             nosave = true;
         } else if is(a, "save") {
             save = true;
-        } else if is(a, "now") || is(a, "force") {
-            force |= is(a, "force");
-            other = true;
+        } else if is(a, "now") {
+            flags.now = true;
+        } else if is(a, "force") {
+            flags.force = true;
         } else if is(a, "abort") {
             abort = true;
         } else {
             return ctx.out.error(errors::SYNTAX);
         }
     }
-    if (abort && (nosave || save || other)) || (nosave && save) {
+    let other = nosave || save || flags.now || flags.force;
+    if (abort && other) || (nosave && save) {
         return ctx.out.error(errors::SYNTAX);
     }
     if abort {
-        return ctx.out.error("ERR No shutdown in progress.");
+        return match shutdown::abort(ctx.server) {
+            true => ctx.out.ok(),
+            false => ctx.out.error("ERR No shutdown in progress."),
+        };
     }
-    tracing::warn!(client = ctx.session.id, "User requested shutdown...");
-    let mode = if save {
+    if !flags.now && ctx.deny_blocking {
+        return ctx
+            .out
+            .error("ERR SHUTDOWN without NOW or ABORT isn't allowed for DENY BLOCKING client");
+    }
+    flags.save = if save {
         ShutdownSave::Save
     } else if nosave {
         ShutdownSave::NoSave
     } else {
         ShutdownSave::Default
     };
-    match ctx.server.prepare_shutdown(mode, force) {
-        Ok(()) => ctx.session.close_after_reply = true,
-        Err(msg) => ctx.out.error(&format!("ERR {msg}")),
+    let server = ctx.server;
+    let outcome = shutdown::request(server, flags, || {
+        let waiter = Waiter::new(
+            ctx.session.shared.clone(),
+            ctx.db,
+            Vec::new(),
+            WaitShutdown,
+            ctx.out.protocol(),
+            0,
+        );
+        Some(crate::exec::blocking::block(ctx, args, waiter))
+    });
+    match outcome {
+        shutdown::Outcome::Stopping => ctx.session.close_after_reply = true,
+        shutdown::Outcome::Pending => {}
+        shutdown::Outcome::Failed => ctx.out.error(&format!("ERR {}", shutdown::FAILED)),
+    }
+}
+
+/// A client blocked in SHUTDOWN: the server stops (closing its
+/// connection) or the shutdown fails and it gets the error.
+struct WaitShutdown;
+
+impl BlockedOp for WaitShutdown {
+    fn destination(&self) -> Option<&[u8]> {
+        None
+    }
+
+    fn serve(
+        &self,
+        _server: &Server,
+        _keys: &mut vireo_store::Keys<'_>,
+        _w: &Arc<Waiter>,
+        _key: &[u8],
+        _ready: &mut Vec<(usize, vireo_store::Key)>,
+        _dirty: &mut u64,
+    ) -> Served {
+        // Not waiting on any key: never served through one.
+        Served::Skipped
     }
 }
 

@@ -55,6 +55,8 @@ pub fn run(server: Arc<Server>) {
                 .sample_if_needed(threshold, "expire-cycle", ms);
         }
         crate::repl::replica::expire_local_keys(&server);
+        crate::repl::free_idle_backlog(&server);
+        crate::ops::shutdown::cron(&server);
         crate::persist::rdb::cron(&server);
         crate::net::outbound::close_idle();
         // Catches up on client memory the workers have not acted on yet

@@ -8,4 +8,5 @@ pub mod cron;
 pub mod log;
 pub mod metrics;
 pub mod oom;
+pub mod shutdown;
 pub mod watchdog;

@@ -267,13 +267,29 @@ impl Replica {
         now_ms().saturating_sub(self.ack_ms.load(Ordering::Relaxed)) / 1000
     }
 
-    /// The INFO `slaveN` value.
-    pub(super) fn info_line(&self, _master_offset: u64) -> String {
-        let state = match self.state.load(Ordering::Relaxed) {
+    /// Redis's name of the link's state.
+    fn state_name(&self) -> &'static str {
+        match self.state.load(Ordering::Relaxed) {
             WAIT_BGSAVE => "wait_bgsave",
             SEND_BULK => "send_bulk",
             _ => "online",
-        };
+        }
+    }
+
+    /// Redis's log line for a replica behind `master_offset` at shutdown.
+    pub(super) fn lag_report(&self, master_offset: u64) -> String {
+        let lag = if self.is_online() { self.lag_secs() } else { 0 };
+        format!(
+            "Lagging replica {} reported offset {} behind master, lag={lag}, state={}.",
+            self.name(),
+            master_offset as i64 - self.ack_offset() as i64,
+            self.state_name()
+        )
+    }
+
+    /// The INFO `slaveN` value.
+    pub(super) fn info_line(&self, _master_offset: u64) -> String {
+        let state = self.state_name();
         let lag = self.lag_secs();
         format!(
             "ip={},port={},state={state},offset={},lag={lag}",
@@ -393,8 +409,11 @@ fn full_sync(server: &Arc<Server>, r: &Arc<Replica>, kind: &SyncKind) -> std::io
     disk_sync(server, r, kind)
 }
 
-/// Makes the snapshot in a file, waits for the cut's offset, sends the
-/// preamble and the RDB bulk.
+/// A full sync through a file, in Redis's order: `+FULLRESYNC` as soon as
+/// the snapshot's cut is taken (Redis sends it when its fork starts), a
+/// newline every second while the file is written (the replica's
+/// keep-alive, as Redis's `replicationCron` sends to replicas waiting for
+/// a disk save), then the RDB bulk once the file is complete.
 fn disk_sync(server: &Arc<Server>, r: &Arc<Replica>, kind: &SyncKind) -> std::io::Result<()> {
     tracing::info!("Starting BGSAVE for SYNC with target: disk");
     server.repl.count_full_sync();
@@ -403,24 +422,78 @@ fn disk_sync(server: &Arc<Server>, r: &Arc<Replica>, kind: &SyncKind) -> std::io
         std::process::id(),
         r.client.id
     ));
-    let result = snapshot_to(server, std::slice::from_ref(r), Target::File(&path));
-    let sent = result.and_then(|()| {
-        let offset = wait_for_cut(r)?;
-        let mut sock = &r.socket;
-        if matches!(kind, SyncKind::Psync { .. }) {
-            let replid = server.repl.replid();
-            write!(sock, "+FULLRESYNC {replid} {offset}\r\n")?;
+    let sent = std::thread::scope(|scope| {
+        let saver =
+            scope.spawn(|| snapshot_to(server, std::slice::from_ref(r), Target::File(&path)));
+        let announced = announce_while_saving(server, r, kind, || saver.is_finished());
+        let saved = saver
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("the snapshot failed")));
+        saved?;
+        if !announced? {
+            announce_full_resync(server, r, kind, wait_for_cut(r)?)?;
         }
-        r.state.store(SEND_BULK, Ordering::Relaxed);
-        let mut file = std::fs::File::open(&path)?;
-        let len = file.metadata()?.len();
-        write!(sock, "${len}\r\n")?;
-        std::io::copy(&mut file, &mut sock)?;
-        Ok(())
+        send_file(r, &path)
     });
     let _ = std::fs::remove_file(&path);
     sent?;
     r.state.store(ONLINE, Ordering::Relaxed);
+    Ok(())
+}
+
+/// While the snapshot file is written (until `saved`): announces the full
+/// resync once the cut's offset is known, and sends a keep-alive newline
+/// every second. True if the announcement went out.
+fn announce_while_saving(
+    server: &Server,
+    r: &Replica,
+    kind: &SyncKind,
+    saved: impl Fn() -> bool,
+) -> std::io::Result<bool> {
+    let mut announced = false;
+    let mut last_newline = Instant::now();
+    while !saved() {
+        if r.is_closed() {
+            return Err(std::io::Error::other("link closed"));
+        }
+        let cut = r.out.lock().start;
+        if let (false, Some(offset)) = (announced, cut) {
+            announce_full_resync(server, r, kind, offset)?;
+            announced = true;
+        } else if last_newline.elapsed() >= Duration::from_secs(1) {
+            (&r.socket).write_all(b"\n")?;
+            last_newline = Instant::now();
+        }
+        let mut out = r.out.lock();
+        if announced || out.start.is_none() {
+            r.cond.wait_for(&mut out, Duration::from_millis(50));
+        }
+    }
+    Ok(announced)
+}
+
+/// `+FULLRESYNC <replid> <offset>` for PSYNC (SYNC gets no preamble).
+fn announce_full_resync(
+    server: &Server,
+    r: &Replica,
+    kind: &SyncKind,
+    offset: u64,
+) -> std::io::Result<()> {
+    if matches!(kind, SyncKind::Psync { .. }) {
+        let replid = server.repl.replid();
+        write!(&r.socket, "+FULLRESYNC {replid} {offset}\r\n")?;
+    }
+    Ok(())
+}
+
+/// The RDB file as one bulk.
+fn send_file(r: &Replica, path: &Path) -> std::io::Result<()> {
+    r.state.store(SEND_BULK, Ordering::Relaxed);
+    let mut file = std::fs::File::open(path)?;
+    let len = file.metadata()?.len();
+    let mut sock = &r.socket;
+    write!(sock, "${len}\r\n")?;
+    std::io::copy(&mut file, &mut sock)?;
     Ok(())
 }
 

@@ -77,7 +77,7 @@ pub struct Repl {
     /// the cut and the stream offset agree.
     apply: Mutex<()>,
     /// Replicas waiting for the next diskless transfer.
-    diskless: master::DisklessQueue,
+    pub diskless: master::DisklessQueue,
     /// The stream's database an RDB loaded at start-up recorded
     /// (`repl-stream-db`): a master link continuing that history starts
     /// in it.
@@ -118,6 +118,9 @@ struct Stream {
     /// collected while it is above zero.
     users: usize,
     last_ping: Instant,
+    /// Since when `users` is zero (Redis's `repl_no_slaves_since`): a
+    /// master frees its backlog `repl-backlog-ttl` seconds after.
+    no_replicas_since: Instant,
 }
 
 impl Stream {
@@ -143,6 +146,7 @@ impl Default for Repl {
                 replicas: Vec::new(),
                 users: 0,
                 last_ping: Instant::now(),
+                no_replicas_since: Instant::now(),
             }),
             offset: AtomicU64::new(0),
             waits: Mutex::new(Vec::new()),
@@ -224,6 +228,23 @@ impl Repl {
             .iter()
             .filter(|r| r.ack_offset() >= offset)
             .count()
+    }
+
+    /// For a shutdown: how many replicas there are, how many of them have
+    /// not acknowledged the whole stream, and Redis's log line for each
+    /// lagging one attached to the stream (one still in its full sync
+    /// lags too, unnamed: its link is not attached yet).
+    pub fn lagging_replicas(&self) -> (usize, usize, Vec<String>) {
+        let offset = self.offset();
+        let s = self.stream.lock();
+        let lines: Vec<String> = s
+            .replicas
+            .iter()
+            .filter(|r| r.ack_offset() != offset)
+            .map(|r| r.lag_report(offset))
+            .collect();
+        let syncing = s.users.saturating_sub(s.replicas.len());
+        (s.replicas.len() + syncing, lines.len() + syncing, lines)
     }
 
     /// Asks every replica for its offset, in the stream (WAIT).
@@ -353,6 +374,7 @@ impl Repl {
         self.offset.store(info.offset, Ordering::SeqCst);
         let mut s = self.stream.lock();
         s.backlog = Some(ReplBuffer::new(backlog_size(server), info.offset));
+        s.no_replicas_since = Instant::now();
         server.aof.set_replicating(true);
     }
 
@@ -435,12 +457,16 @@ impl Repl {
         );
     }
 
-    /// Closes the links of this server's replicas (they sync again).
+    /// Closes the links of this server's replicas (they sync again). On a
+    /// replica turning master, the backlog's time to live starts now, as
+    /// Redis's: a promoted replica keeps its history for replicas that
+    /// connect after the failover.
     fn disconnect_replicas(&self) {
-        let s = self.stream.lock();
+        let mut s = self.stream.lock();
         for r in &s.replicas {
             r.close();
         }
+        s.no_replicas_since = Instant::now();
     }
 
     /// Adds the INFO replication fields, in Redis's order.
@@ -651,6 +677,17 @@ pub fn attach(server: &Server, replica: Arc<Replica>) -> u64 {
     let repl = &server.repl;
     let mut s = repl.stream.lock();
     if s.backlog.is_none() {
+        if !repl.is_replica() {
+            // As Redis's: a backlog made from scratch starts a new history
+            // (none before it can be continued).
+            repl.change_replid();
+            let ids = repl.ids.lock();
+            tracing::info!(
+                "Replication backlog created, my new replication IDs are '{}' and '{}'",
+                ids.replid,
+                ids.replid2
+            );
+        }
         let offset = repl.offset();
         s.backlog = Some(ReplBuffer::new(backlog_size(server), offset));
     }
@@ -692,9 +729,33 @@ pub fn detach(server: &Server, client_id: u64) {
     s.replicas.retain(|r| r.client.id != client_id);
     server.repl.trim(&mut s);
     s.users = s.users.saturating_sub(1);
-    if s.users == 0 && s.backlog.is_none() {
-        server.aof.set_replicating(false);
+    if s.users == 0 {
+        s.no_replicas_since = Instant::now();
+        if s.backlog.is_none() {
+            server.aof.set_replicating(false);
+        }
     }
+}
+
+/// Frees the backlog of a master that has had no replica for more than
+/// `repl-backlog-ttl` seconds (0: never), as Redis's `replicationCron`:
+/// with a new replication id and no secondary one, since writes from now
+/// on leave the offset where it is and no replica may continue this
+/// history past them. A replica keeps its backlog (it may be promoted).
+pub fn free_idle_backlog(server: &Server) {
+    let repl = &server.repl;
+    let ttl = config_u64(server, "repl-backlog-ttl").unwrap_or(3600);
+    if ttl == 0 || repl.is_replica() {
+        return;
+    }
+    let mut s = repl.stream.lock();
+    if s.users > 0 || s.backlog.is_none() || s.no_replicas_since.elapsed().as_secs() <= ttl {
+        return;
+    }
+    repl.change_replid();
+    s.backlog = None;
+    server.aof.set_replicating(false);
+    tracing::info!("Replication backlog freed after {ttl} seconds without connected replicas.");
 }
 
 /// Registers a client blocked in WAIT until `needed` replicas acknowledge

@@ -157,6 +157,11 @@ pub struct Aof {
     /// Set to stop the running rewrite (`appendonly no`): Redis kills its
     /// rewrite child then.
     rewrite_cancel: AtomicBool,
+    /// `appendonly yes` at run time until its first rewrite completes: the
+    /// files do not hold the dataset yet (Redis's `AOF_WAIT_REWRITE`, which
+    /// lasts until that rewrite is done; the state here turns on at its
+    /// cut).
+    first_base_pending: AtomicBool,
     rewrite_started_ms: AtomicU64,
     last_rewrite_secs: AtomicI64,
     last_rewrite_ok: AtomicBool,
@@ -195,6 +200,7 @@ impl Aof {
             base_size: AtomicU64::new(0),
             rewrite_in_progress: AtomicBool::new(false),
             rewrite_cancel: AtomicBool::new(false),
+            first_base_pending: AtomicBool::new(false),
             rewrite_started_ms: AtomicU64::new(0),
             last_rewrite_secs: AtomicI64::new(-1),
             last_rewrite_ok: AtomicBool::new(true),
@@ -447,6 +453,25 @@ impl Aof {
         self.rewrite_in_progress.load(Ordering::SeqCst)
     }
 
+    /// True while the AOF, just enabled, waits for its first rewrite to
+    /// complete the base: stopping now would leave no log of the dataset.
+    pub fn is_writing_first_file(&self) -> bool {
+        self.first_base_pending.load(Ordering::SeqCst)
+    }
+
+    /// A rewrite completed: the files hold the dataset.
+    pub(crate) fn base_written(&self) {
+        self.first_base_pending.store(false, Ordering::SeqCst);
+    }
+
+    /// Stops the running rewrite (Redis kills its rewrite child), which
+    /// then fails at its next pacing point.
+    pub fn cancel_rewrite(&self) {
+        if self.rewrite_in_progress() {
+            self.rewrite_cancel.store(true, Ordering::Release);
+        }
+    }
+
     /// INFO persistence's `aof_*` fields, in Redis's order.
     pub fn info_fields(&self) -> Vec<(&'static str, String)> {
         let now = vireo_store::clock::now_ms();
@@ -624,6 +649,7 @@ pub fn config_changed(server: &Server, in_exec: bool) {
             tracing::warn!("Can't create the append-only directory");
         }
         aof.set_state(WAIT_REWRITE);
+        aof.first_base_pending.store(true, Ordering::SeqCst);
         let snapshot = server.keyspace.snapshot_in_progress();
         if snapshot {
             tracing::info!("AOF was enabled but there is already another background operation. An AOF background was scheduled to start when possible.");
@@ -635,9 +661,10 @@ pub fn config_changed(server: &Server, in_exec: bool) {
         if aof.rewrite_in_progress() {
             // Redis's words, though what stops is a thread of ours.
             tracing::info!("Killing running AOF rewrite child: {}", std::process::id());
-            aof.rewrite_cancel.store(true, Ordering::Release);
+            aof.cancel_rewrite();
         }
         aof.set_state(OFF);
+        aof.base_written();
         let mut f = aof.feed.lock();
         let at = aof.seq.load(Ordering::SeqCst);
         f.events.push((at, Cut::File(None)));

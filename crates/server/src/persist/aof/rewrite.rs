@@ -211,6 +211,7 @@ pub fn run(server: &Server) {
     match result {
         Ok(()) => {
             tracing::info!("Background AOF rewrite finished successfully");
+            aof.base_written();
             aof.last_rewrite_ok.store(true, Ordering::Relaxed);
             aof.rewrites.fetch_add(1, Ordering::Relaxed);
             aof.rewrites_failed_in_a_row.store(0, Ordering::Relaxed);

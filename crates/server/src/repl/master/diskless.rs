@@ -16,13 +16,13 @@
 //! loaded the RDB.
 
 use std::io::{self, Write};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use super::{wait_for_cut, Replica, SyncKind, ONLINE, SEND_BULK};
+use super::{wait_for_cut, Replica, SyncKind, ONLINE};
 use crate::server::Server;
 
 /// The transfer's outcome for one replica, in `Replica::rdb_outcome`.
@@ -39,6 +39,17 @@ const WRITE_POLL: Duration = Duration::from_millis(500);
 pub struct Queue {
     state: Mutex<QueueState>,
     cond: Condvar,
+    /// FLUSHALLs so far: a transfer begun before the last one stops.
+    flushes: AtomicU64,
+}
+
+impl Queue {
+    /// FLUSHALL: the transfer running stops at its next write, as Redis's
+    /// FLUSHALL kills the RDB child; its replicas connect again and get
+    /// the flushed dataset.
+    pub fn abort_running(&self) {
+        self.flushes.fetch_add(1, Ordering::SeqCst);
+    }
 }
 
 #[derive(Default)]
@@ -196,7 +207,13 @@ fn transfer(server: &Arc<Server>, batch: &[(Arc<Replica>, bool)]) {
         alive: batch.to_vec(),
         mark: super::super::random_replid(),
         started: false,
+        flushes: server.repl.diskless.flushes.load(Ordering::SeqCst),
     };
+    // Redis names its fork child; the transfer runs in this process.
+    tracing::info!(
+        "Background RDB transfer started by pid {}",
+        std::process::id()
+    );
     let replicas: Vec<Arc<Replica>> = batch.iter().map(|(r, _)| r.clone()).collect();
     let written = super::snapshot_to(server, &replicas, super::Target::Sockets(&mut sink))
         .and_then(|()| sink.finish());
@@ -227,19 +244,25 @@ pub(super) struct FanOut<'a> {
     /// The preambles are sent (at the first write, once the cut's offset
     /// is known).
     started: bool,
+    /// The FLUSHALL count when the transfer began.
+    flushes: u64,
 }
 
 impl FanOut<'_> {
     /// Sends each replica its preamble: `+FULLRESYNC <replid> <offset>`
-    /// for PSYNC, then `$EOF:<mark>`.
+    /// for PSYNC, then `$EOF:<mark>`. The replica's state stays
+    /// `wait_bgsave` until the transfer ends, as Redis's does while its
+    /// child streams to sockets.
     fn start(&mut self) -> io::Result<()> {
         self.started = true;
-        let replid = self.server.repl.replid();
+        let repl = &self.server.repl;
         let mark = self.mark.clone();
         self.each(|r, psync| {
             let offset = wait_for_cut(r)?;
+            // Read after the cut: attaching the first replica may have
+            // started a new history.
+            let replid = repl.replid();
             r.socket.set_write_timeout(Some(WRITE_POLL))?;
-            r.state.store(SEND_BULK, Ordering::Relaxed);
             let mut head = String::new();
             if psync {
                 head.push_str(&format!("+FULLRESYNC {replid} {offset}\r\n"));
@@ -293,6 +316,10 @@ impl FanOut<'_> {
 
 impl Write for FanOut<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.server.repl.diskless.flushes.load(Ordering::SeqCst) != self.flushes {
+            tracing::warn!("Diskless rdb transfer aborted: the dataset was flushed.");
+            return Err(io::Error::other("the dataset was flushed"));
+        }
         if !self.started {
             self.start()?;
         }
