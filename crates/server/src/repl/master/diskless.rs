@@ -134,6 +134,7 @@ fn send_filtered(server: &Arc<Server>, r: &Arc<Replica>, psync: bool) -> io::Res
         alive: vec![(r.clone(), psync)],
         mark: super::super::random_replid(),
         started: false,
+        flushes: server.repl.diskless.flushes.load(Ordering::SeqCst),
     };
     let sent = sink.write_all(&rdb).and_then(|()| sink.finish());
     let _ = r.socket.set_write_timeout(None);
