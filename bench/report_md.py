@@ -428,6 +428,7 @@ def feature_extras(raw):
 
 
 def features(raw):
+    raw = os.path.join(raw, "features")  # bench/features.sh's output directory
     lines, figs = feature_throughput(raw)
     extras = feature_extras(raw)
     if not lines and not extras:
