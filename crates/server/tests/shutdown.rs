@@ -121,10 +121,14 @@ fn sigterm_waits_for_a_lagging_replica_holding_writes_back() {
     pair.make_replica_lag();
     Pair::signal(&pair.master, "-TERM");
     let mut mc = pair.master.conn();
+    // The field appears once the signal has been handled, which is not yet
+    // when `kill` returns.
     eventually("the shutdown to wait", || {
-        info_field(&mut mc, "shutdown_in_milliseconds")
-            .parse::<u64>()
-            .is_ok_and(|ms| ms > 0)
+        let info: String = redis::cmd("INFO").arg("server").query(&mut mc).unwrap();
+        info.lines()
+            .find_map(|l| l.strip_prefix("shutdown_in_milliseconds:"))
+            .and_then(|ms| ms.trim().parse::<u64>().ok())
+            .is_some_and(|ms| ms > 0)
     });
     wait_log(&pair.mlog, "Waiting for replicas before shutting down.");
     // Writes wait; reads are served.

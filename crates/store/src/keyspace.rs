@@ -675,11 +675,7 @@ impl Keyspace {
     pub fn db_sizes(&self) -> Vec<(usize, usize)> {
         let mut sizes = vec![(0, 0); self.databases];
         for s in self.shards.iter() {
-            let s = s.lock();
-            for (db, t) in s.dbs.iter().enumerate() {
-                sizes[db].0 += t.keys.len();
-                sizes[db].1 += t.volatile.len();
-            }
+            add_db_sizes(&s.lock(), &mut sizes);
         }
         sizes
     }
@@ -813,6 +809,14 @@ fn expire_sample(
         shard.signal(db, k);
     }
     (sampled, due.len())
+}
+
+/// Adds one shard's (keys, keys with a TTL) per database to `sizes`.
+fn add_db_sizes(shard: &Shard, sizes: &mut [(usize, usize)]) {
+    for (db, t) in shard.dbs.iter().enumerate() {
+        sizes[db].0 += t.keys.len();
+        sizes[db].1 += t.volatile.len();
+    }
 }
 
 /// Held shard guards, sorted by index; most commands hold one or two.
@@ -1009,6 +1013,52 @@ impl<'a> Keys<'a> {
     /// at the time of serving, not of the command that made keys ready).
     pub fn refresh_clock(&mut self) {
         self.now = now_ms();
+    }
+
+    /// True when this view holds at least one shard (a command with keys,
+    /// or a transaction): keyspace-wide readings must then go through
+    /// [`Keys::stats`] and [`Keys::db_sizes`], since locking a held shard
+    /// again would wait for ever.
+    pub fn holds_any(&self) -> bool {
+        !self.guards.is_empty()
+    }
+
+    /// Calls `f` with every shard: the held ones through their guards, the
+    /// others locked one at a time. A shard below the highest held one is
+    /// only tried (waiting for it out of ascending order could deadlock
+    /// with a thread locking in order); one still busy after a while is
+    /// left out of the reading.
+    fn each_shard(&self, mut f: impl FnMut(&Shard)) {
+        let highest = self.guards.last().map(|(i, _)| *i);
+        for (i, slot) in self.ks.shards.iter().enumerate() {
+            if let Some((_, g)) = self.guards.iter().find(|(j, _)| *j == i) {
+                f(g);
+            } else if highest.is_none_or(|h| i > h) {
+                f(&slot.lock());
+            } else {
+                for _ in 0..1000 {
+                    if let Some(g) = slot.try_lock() {
+                        f(&g);
+                        break;
+                    }
+                    std::thread::yield_now();
+                }
+            }
+        }
+    }
+
+    /// [`Keyspace::stats`] from inside this view (INFO in a transaction).
+    pub fn stats(&self) -> ShardStats {
+        let mut total = ShardStats::default();
+        self.each_shard(|s| total += s.stats);
+        total
+    }
+
+    /// [`Keyspace::db_sizes`] from inside this view.
+    pub fn db_sizes(&self) -> Vec<(usize, usize)> {
+        let mut sizes = vec![(0, 0); self.ks.databases];
+        self.each_shard(|s| add_db_sizes(s, &mut sizes));
+        sizes
     }
 
     /// True when every shard is held.

@@ -52,8 +52,43 @@ const SECTIONS: &[(&str, &str, bool, SectionFn)] = &[
 /// string in RESP3).
 fn info(ctx: &mut Ctx<'_>, args: Args<'_>) {
     let names: Vec<&[u8]> = args.iter().skip(1).collect();
+    // In a transaction that holds shards (MULTI … DBSIZE or SET … INFO …
+    // EXEC), the keyspace's counts are read through the held guards:
+    // locking those shards again would hang this worker and, with it,
+    // every client waiting for them.
+    let held = ctx
+        .keys
+        .holds_any()
+        .then(|| (ctx.keys.stats(), ctx.keys.db_sizes()));
+    HELD_READINGS.set(held);
     let text = render(ctx.server, &selected_sections(&names));
+    HELD_READINGS.take();
     ctx.out.verbatim("txt", text.as_bytes());
+}
+
+/// The keyspace's counters and per-database sizes, read once.
+type Readings = (vireo_store::ShardStats, Vec<(usize, usize)>);
+
+thread_local! {
+    /// The keyspace readings of an INFO run inside a view holding shards
+    /// (see [`info`]); None: the sections lock the shards themselves.
+    static HELD_READINGS: std::cell::Cell<Option<Readings>> = const { std::cell::Cell::new(None) };
+}
+
+/// The keyspace's counters, from [`HELD_READINGS`] when set.
+fn keyspace_stats(server: &Server) -> vireo_store::ShardStats {
+    let held = HELD_READINGS.take();
+    let stats = held.as_ref().map(|(s, _)| *s);
+    HELD_READINGS.set(held);
+    stats.unwrap_or_else(|| server.keyspace.stats())
+}
+
+/// Per database (keys, keys with a TTL), from [`HELD_READINGS`] when set.
+fn keyspace_sizes(server: &Server) -> Vec<(usize, usize)> {
+    let held = HELD_READINGS.take();
+    let sizes = held.as_ref().map(|(_, d)| d.clone());
+    HELD_READINGS.set(held);
+    sizes.unwrap_or_else(|| server.keyspace.db_sizes())
 }
 
 /// `INFO all`'s text, for the crash report.
@@ -424,7 +459,7 @@ fn loading_fields(server: &Server, w: &mut Lines<'_>) {
 fn stats_section(server: &Server, w: &mut Lines<'_>) {
     let ws = &server.worker_stats;
     let st = &server.stats;
-    let ks = server.keyspace.stats();
+    let ks = keyspace_stats(server);
     let rates = &server.metrics.rates;
     let kbps = |r: Rate| format!("{:.2}", rates.get(r) as f64 / 1024.0);
     w.kv(
@@ -640,7 +675,7 @@ fn latencystats_section(server: &Server, w: &mut Lines<'_>) {
 }
 
 fn keyspace_section(server: &Server, w: &mut Lines<'_>) {
-    for (db, (keys, expires)) in server.keyspace.db_sizes().into_iter().enumerate() {
+    for (db, (keys, expires)) in keyspace_sizes(server).into_iter().enumerate() {
         if keys > 0 {
             w.kv(
                 &format!("db{db}"),
