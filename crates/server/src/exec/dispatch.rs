@@ -717,15 +717,7 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: CmdRef, args: Args<'_>) {
     } else {
         "command"
     };
-    let threshold = server
-        .config
-        .hot
-        .latency_monitor_threshold
-        .load(Ordering::Relaxed);
-    server
-        .metrics
-        .latency
-        .sample_if_needed(threshold, event, elapsed_us / 1000);
+    crate::ops::metrics::sample_latency(server, event, elapsed_us / 1000);
     if ctx.out.as_bytes().get(reply_at) == Some(&b'-') {
         bump(&st.failed, 1);
         // A script failing with the error of a command it ran: that error

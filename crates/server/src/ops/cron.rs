@@ -43,16 +43,8 @@ pub fn run(server: Arc<Server>) {
             if !waited.is_empty() {
                 crate::exec::blocking::serve_deferred(&server, waited);
             }
-            let threshold = server
-                .config
-                .hot
-                .latency_monitor_threshold
-                .load(Ordering::Relaxed);
             let ms = start.elapsed().as_millis() as u64;
-            server
-                .metrics
-                .latency
-                .sample_if_needed(threshold, "expire-cycle", ms);
+            crate::ops::metrics::sample_latency(&server, "expire-cycle", ms);
         }
         crate::repl::replica::expire_local_keys(&server);
         crate::repl::free_idle_backlog(&server);

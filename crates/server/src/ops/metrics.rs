@@ -241,6 +241,20 @@ impl Rates {
 }
 
 /// Sums one counter over the worker threads.
+/// Records `ms` for `event` in the latency monitor when it reaches
+/// `latency-monitor-threshold` (Redis's `latencyAddSampleIfNeeded`).
+pub fn sample_latency(server: &Server, event: &'static str, ms: u64) {
+    let threshold = server
+        .config
+        .hot
+        .latency_monitor_threshold
+        .load(Ordering::Relaxed);
+    server
+        .metrics
+        .latency
+        .sample_if_needed(threshold, event, ms);
+}
+
 pub fn sum_workers(
     workers: &[std::sync::Arc<WorkerStats>],
     f: impl Fn(&WorkerStats) -> &AtomicU64,

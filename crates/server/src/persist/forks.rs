@@ -22,15 +22,7 @@ use crate::server::Server;
 /// Redis does for its fork.
 pub fn started(server: &Server, took: Duration) {
     let ms = server.forks.record(took);
-    let threshold = server
-        .config
-        .hot
-        .latency_monitor_threshold
-        .load(Ordering::Relaxed);
-    server
-        .metrics
-        .latency
-        .sample_if_needed(threshold, "fork", ms);
+    crate::ops::metrics::sample_latency(server, "fork", ms);
 }
 
 /// `total_forks` and `latest_fork_usec`.
